@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Config is what a node needs to join the replication layer.
+type Config struct {
+	NodeID          string
+	DataDir         string // raft log, stable store and snapshots live below it
+	RaftBind        string // host:port the raft transport listens on (port 0: any)
+	RaftAdvertise   string // host:port peers dial; empty: RaftBind
+	GossipBind      string // host:port memberlist listens on (port 0: any)
+	GossipAdvertise string // empty: GossipBind
+	HTTPAdvertise   string // host:port (or URL) peers forward client requests to
+	Join            []string
+	BootstrapExpect int
+	// StorageRoot becomes the metastore's managed storage root when this
+	// node bootstraps a new cluster.
+	StorageRoot string
+
+	HeartbeatTimeout  time.Duration // 0: 1s
+	ElectionTimeout   time.Duration // 0: 1s
+	ApplyTimeout      time.Duration // 0: 10s
+	SnapshotThreshold uint64        // 0: raft default
+	TrailingLogs      uint64        // 0: raft default
+	SnapshotInterval  time.Duration // 0: raft default
+
+	Logger *slog.Logger
+}
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("node id is required"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir is required"))
+	}
+	if c.BootstrapExpect < 1 {
+		errs = append(errs, fmt.Errorf("bootstrap-expect must be at least 1, got %d", c.BootstrapExpect))
+	}
+	for name, addr := range map[string]string{"raft address": c.RaftBind, "gossip address": c.GossipBind} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
+		}
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = time.Second
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = time.Second
+	}
+	if c.ApplyTimeout == 0 {
+		c.ApplyTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return errors.Join(errs...)
+}

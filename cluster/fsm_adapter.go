@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/snapshot"
+)
+
+// machineFSM adapts fsm.Machine to raft. It also tracks the highest log
+// index the state reflects, so reads can wait until their read index has
+// been applied (raft's own AppliedIndex advances when entries are handed
+// to the FSM goroutine, not when they have been applied).
+type machineFSM struct {
+	m   *fsm.Machine
+	log *slog.Logger
+
+	mu      sync.Mutex
+	applied uint64
+	term    uint64
+	changed chan struct{} // closed and replaced whenever applied advances
+}
+
+func newMachineFSM(m *fsm.Machine, log *slog.Logger) *machineFSM {
+	return &machineFSM{m: m, log: log, changed: make(chan struct{})}
+}
+
+var _ raft.BatchingFSM = (*machineFSM)(nil)
+
+// Apply applies one command entry.
+func (f *machineFSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries in order. Configuration entries only
+// advance the applied index. An entry the machine cannot decode means this
+// replica would diverge, so it stops the process.
+func (f *machineFSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			res, err := f.m.Apply(l.Index, l.Data)
+			if err != nil {
+				f.log.Error("undecodable log entry; stopping to avoid divergence", "index", l.Index, "err", err)
+				panic(fmt.Sprintf("raftcat: %v", err))
+			}
+			out[i] = res
+		}
+	}
+	if n := len(logs); n > 0 {
+		f.advance(logs[n-1].Index, logs[n-1].Term)
+	}
+	return out
+}
+
+func (f *machineFSM) advance(index, term uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if index > f.applied {
+		f.applied, f.term = index, term
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+}
+
+// Applied returns the highest index the state reflects.
+func (f *machineFSM) Applied() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// WaitApplied blocks until the state reflects index, or ctx ends.
+func (f *machineFSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.Lock()
+		applied, ch := f.applied, f.changed
+		f.mu.Unlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for index %d (applied %d): %w", index, applied, ctx.Err())
+		}
+	}
+}
+
+// Snapshot captures the current immutable state; persisting it does not
+// block Apply.
+func (f *machineFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	idx, term := f.applied, f.term
+	f.mu.Unlock()
+	return &stateSnapshot{state: f.m.State(), index: idx, term: term}, nil
+}
+
+// Restore replaces the whole state with a snapshot's.
+func (f *machineFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, hdr, err := snapshot.ReadState(rc)
+	if err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	f.m.Replace(st)
+	f.mu.Lock()
+	f.applied, f.term = 0, 0
+	f.mu.Unlock()
+	f.advance(hdr.Index, hdr.Term)
+	f.log.Info("restored state from snapshot", "index", hdr.Index, "term", hdr.Term)
+	return nil
+}
+
+type stateSnapshot struct {
+	state       *fsm.State
+	index, term uint64
+}
+
+func (s *stateSnapshot) Persist(sink raft.SnapshotSink) error {
+	hdr := snapshot.Header{Index: s.index, Term: s.term, CreatedUnixMs: time.Now().UnixMilli()}
+	if err := snapshot.WriteState(sink, s.state, hdr); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *stateSnapshot) Release() {}

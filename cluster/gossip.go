@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"log"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Version is the node software version gossiped to peers.
+const Version = "0.1.0"
+
+// nodeMeta is what every node gossips about itself.
+type nodeMeta struct {
+	ID              string `json:"id"`
+	RaftAddr        string `json:"raft"`
+	HTTPAddr        string `json:"http"`
+	BootstrapExpect int    `json:"expect"`
+	Version         string `json:"version"`
+}
+
+// Gossip status of a member.
+const (
+	StatusAlive   = "alive"
+	StatusSuspect = "suspect"
+	StatusFailed  = "failed"
+	StatusLeft    = "left"
+)
+
+type member struct {
+	meta   nodeMeta
+	status string
+	addr   string // gossip address
+}
+
+// gossip tracks the members memberlist tells us about. It implements
+// memberlist's Delegate (for our metadata) and EventDelegate (for changes).
+type gossip struct {
+	local nodeMeta
+	mu    sync.Mutex
+	nodes map[string]member // by node id
+	// changed receives a signal (non-blocking) whenever membership changes.
+	changed chan struct{}
+}
+
+func newGossip(local nodeMeta) *gossip {
+	return &gossip{local: local, nodes: map[string]member{}, changed: make(chan struct{}, 1)}
+}
+
+func (g *gossip) NodeMeta(limit int) []byte {
+	b, _ := json.Marshal(g.local)
+	if len(b) > limit {
+		return nil
+	}
+	return b
+}
+func (g *gossip) NotifyMsg([]byte)                {}
+func (g *gossip) GetBroadcasts(int, int) [][]byte { return nil }
+func (g *gossip) LocalState(bool) []byte          { return nil }
+func (g *gossip) MergeRemoteState([]byte, bool)   {}
+
+func (g *gossip) NotifyJoin(n *memberlist.Node)   { g.record(n) }
+func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.record(n) }
+func (g *gossip) NotifyLeave(n *memberlist.Node)  { g.record(n) }
+
+func (g *gossip) record(n *memberlist.Node) {
+	var meta nodeMeta
+	if err := json.Unmarshal(n.Meta, &meta); err != nil || meta.ID == "" {
+		return // not a raftcat node
+	}
+	status := StatusAlive
+	switch n.State {
+	case memberlist.StateSuspect:
+		status = StatusSuspect
+	case memberlist.StateDead:
+		status = StatusFailed
+	case memberlist.StateLeft:
+		status = StatusLeft
+	}
+	g.mu.Lock()
+	g.nodes[meta.ID] = member{meta: meta, status: status, addr: n.Address()}
+	g.mu.Unlock()
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
+}
+
+// get returns a member by node id.
+func (g *gossip) get(id string) (member, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, ok := g.nodes[id]
+	return m, ok
+}
+
+// members returns all known members sorted by id.
+func (g *gossip) members() []member {
+	g.mu.Lock()
+	out := make([]member, 0, len(g.nodes))
+	for _, m := range g.nodes {
+		out = append(out, m)
+	}
+	g.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].meta.ID < out[j].meta.ID })
+	return out
+}
+
+// memberlistLogger routes memberlist's log lines into slog, dropping its
+// chatty debug output.
+func memberlistLogger(l *slog.Logger) *log.Logger {
+	return log.New(&levelFilter{l: l}, "", 0)
+}
+
+type levelFilter struct{ l *slog.Logger }
+
+func (f *levelFilter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(bytes.TrimSpace(p)))
+	switch {
+	case strings.Contains(line, "[DEBUG]"):
+	case strings.Contains(line, "[ERR]"):
+		f.l.Error(strings.TrimSpace(strings.TrimPrefix(line, "[ERR]")))
+	case strings.Contains(line, "[WARN]"):
+		f.l.Warn(strings.TrimSpace(strings.TrimPrefix(line, "[WARN]")))
+	default:
+		f.l.Info(strings.TrimSpace(strings.TrimPrefix(line, "[INFO]")))
+	}
+	return len(p), nil
+}
+
+// splitHostPort parses host:port with a numeric port.
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	return host, port, err
+}

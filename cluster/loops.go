@@ -1,0 +1,157 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/raft"
+
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// joinLoop joins the gossip peers given at start, retrying until one
+// answers; afterwards gossip keeps the membership current by itself.
+func (n *Node) joinLoop() {
+	if len(n.cfg.Join) == 0 {
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		joined, err := n.ml.Join(n.cfg.Join)
+		if joined > 0 {
+			n.log.Info("joined gossip", "peers_contacted", joined)
+			return
+		}
+		if attempt%10 == 0 {
+			n.log.Warn("cannot reach any gossip peer yet; retrying", "join", n.cfg.Join, "err", err)
+		}
+		if !n.sleep(time.Second) {
+			return
+		}
+	}
+}
+
+// bootstrapLoop bootstraps a brand-new cluster exactly once: when this node
+// has no raft state and sees bootstrap-expect alive nodes that all expect
+// the same number. Every node computes the same server set, so it does not
+// matter which of them bootstraps first.
+func (n *Node) bootstrapLoop() {
+	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil || has {
+		if err != nil {
+			n.log.Error("cannot read raft state", "err", err)
+		}
+		return
+	}
+	if n.raft.LastIndex() > 0 {
+		return
+	}
+	for {
+		if servers, ok := n.expectedServers(); ok {
+			f := n.raft.BootstrapCluster(raft.Configuration{Servers: servers})
+			if err := f.Error(); err != nil && err != raft.ErrCantBootstrap {
+				n.log.Error("bootstrap failed", "err", err)
+			} else if err == nil {
+				n.log.Info("bootstrapped cluster", "servers", len(servers))
+			}
+			return
+		}
+		select {
+		case <-n.gossip.changed:
+		case <-time.After(time.Second):
+		case <-n.stop:
+			return
+		}
+		if n.raft.Leader() != "" || n.raft.LastIndex() > 0 {
+			return // joined a cluster that already exists
+		}
+	}
+}
+
+func (n *Node) expectedServers() ([]raft.Server, bool) {
+	var servers []raft.Server
+	for _, m := range n.gossip.members() {
+		if m.status != StatusAlive {
+			continue
+		}
+		if m.meta.BootstrapExpect != n.cfg.BootstrapExpect {
+			n.log.Warn("peer expects a different cluster size; not bootstrapping with it",
+				"peer", m.meta.ID, "peer_expect", m.meta.BootstrapExpect, "expect", n.cfg.BootstrapExpect)
+			continue
+		}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.meta.ID), Address: raft.ServerAddress(m.meta.RaftAddr)})
+	}
+	return servers, len(servers) >= n.cfg.BootstrapExpect
+}
+
+// leaderLoop runs this node's leader duties while it leads: establish the
+// term (apply an entry of its own, seeding a new cluster), then keep the
+// raft configuration in step with gossip.
+func (n *Node) leaderLoop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.raft.LeaderCh():
+		case <-n.gossip.changed:
+		case <-tick.C:
+		}
+		if n.raft.State() != raft.Leader {
+			continue
+		}
+		if term := n.raft.CurrentTerm(); n.readyTerm.Load() != term {
+			n.establish(term)
+		}
+		n.reconcile()
+	}
+}
+
+// establish applies an Init command as this term's first entry of our own.
+// On a new cluster it seeds the catalog; afterwards it is a no-op whose
+// application proves the state holds everything committed before the
+// term began, which linearizable reads rely on.
+func (n *Node) establish(term uint64) {
+	init := &fsm.Init{Stamp: fsm.Stamp{Time: time.Now().UnixMilli()}, MetastoreID: uuid.NewString(),
+		StorageRoot: n.cfg.StorageRoot, CatalogID: uuid.NewString(), SchemaID: uuid.NewString()}
+	res, _, err := n.propose(init)
+	if err != nil {
+		n.log.Warn("leader could not establish its term", "term", term, "err", err)
+		return
+	}
+	if !res.NoOp {
+		n.log.Info("initialised new cluster", "catalog", fsm.DefaultCatalog, "schema", fsm.DefaultSchema,
+			"storage_root", n.cfg.StorageRoot)
+	}
+	n.readyTerm.Store(term)
+	n.log.Info("leader ready", "term", term)
+}
+
+// reconcile adds every alive gossip member that is not yet in the raft
+// configuration as a voter. Failed members are left alone: they may only
+// be paused, and removing them would shrink the quorum.
+func (n *Node) reconcile() {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return
+	}
+	known := map[raft.ServerID]raft.ServerAddress{}
+	for _, s := range cf.Configuration().Servers {
+		known[s.ID] = s.Address
+	}
+	for _, m := range n.gossip.members() {
+		id := raft.ServerID(m.meta.ID)
+		if m.status != StatusAlive {
+			continue
+		}
+		if addr, ok := known[id]; ok && addr == raft.ServerAddress(m.meta.RaftAddr) {
+			continue
+		}
+		err := n.raft.AddVoter(id, raft.ServerAddress(m.meta.RaftAddr), 0, 10*time.Second).Error()
+		if err != nil {
+			n.log.Warn("could not add voter", "node", m.meta.ID, "err", err)
+			continue
+		}
+		n.log.Info("added voter", "node", m.meta.ID, "raft_addr", m.meta.RaftAddr)
+	}
+}

@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// Node is one member of a raftcat cluster.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	machine *fsm.Machine
+	fsm     *machineFSM
+	raft    *raft.Raft
+	store   *raftboltdb.BoltStore
+	snaps   raft.SnapshotStore
+	trans   *raft.NetworkTransport
+	ml      *memberlist.Memberlist
+	gossip  *gossip
+
+	// readyTerm is the term in which this node, as leader, has applied its
+	// own first entry; linearizable reads are served only from then on.
+	readyTerm atomic.Uint64
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	shutOnce sync.Once
+}
+
+// Open starts a node: raft with its on-disk stores, then gossip, then the
+// background loops that bootstrap, join and reconcile membership.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), machine: fsm.NewMachine(), stop: make(chan struct{})}
+	n.fsm = newMachineFSM(n.machine, cfg.Logger.With("component", "fsm"))
+	if err := n.openRaft(); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	if err := n.openGossip(); err != nil {
+		n.raft.Shutdown().Error()
+		n.closeStores()
+		return nil, err
+	}
+	n.start(n.bootstrapLoop)
+	n.start(n.joinLoop)
+	n.start(n.leaderLoop)
+	n.log.Info("node started", "node_id", cfg.NodeID, "raft_addr", n.RaftAddr(), "gossip_addr", n.GossipAddr(),
+		"bootstrap_expect", cfg.BootstrapExpect, "data_dir", cfg.DataDir)
+	return n, nil
+}
+
+func (n *Node) start(f func()) {
+	n.wg.Add(1)
+	go func() { defer n.wg.Done(); f() }()
+}
+
+func (n *Node) openRaft() error {
+	dir := filepath.Join(n.cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create raft dir: %w", err)
+	}
+	hlog := hclog.FromStandardLogger(slog.NewLogLogger(n.cfg.Logger.With("component", "raft").Handler(), slog.LevelInfo),
+		&hclog.LoggerOptions{Name: "raft", Level: hclog.Info})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
+	if err != nil {
+		return fmt.Errorf("open raft log %s: %w", dir, err)
+	}
+	n.store = store
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)
+	if err != nil {
+		return fmt.Errorf("open snapshot store: %w", err)
+	}
+	advertise, err := resolveAdvertise(n.cfg.RaftBind, n.cfg.RaftAdvertise)
+	if err != nil {
+		return err
+	}
+	n.trans, err = raft.NewTCPTransportWithLogger(n.cfg.RaftBind, advertise, 3, 10*time.Second, hlog)
+	if err != nil {
+		return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftBind, err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.NodeID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout, rc.ElectionTimeout = n.cfg.HeartbeatTimeout, n.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, n.cfg.HeartbeatTimeout)
+	if n.cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	}
+	if n.cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = n.cfg.TrailingLogs
+	}
+	if n.cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = n.cfg.SnapshotInterval
+	}
+	n.snaps = snaps
+	n.raft, err = raft.NewRaft(rc, n.fsm, store, store, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	return nil
+}
+
+// resolveAdvertise returns the address peers should dial, or nil to let
+// the transport use its bound address.
+func resolveAdvertise(bind, advertise string) (net.Addr, error) {
+	if advertise == "" {
+		host, _, err := net.SplitHostPort(bind)
+		if err != nil || (host != "" && !net.ParseIP(host).IsUnspecified()) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("raft address %q binds all interfaces: set an advertise address peers can reach", bind)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", advertise)
+	if err != nil {
+		return nil, fmt.Errorf("raft advertise address %q: %w", advertise, err)
+	}
+	return addr, nil
+}
+
+func (n *Node) openGossip() error {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = n.cfg.NodeID
+	host, port, err := splitHostPort(n.cfg.GossipBind)
+	if err != nil {
+		return fmt.Errorf("gossip address %q: %w", n.cfg.GossipBind, err)
+	}
+	mc.BindAddr, mc.BindPort, mc.AdvertisePort = host, port, port
+	if n.cfg.GossipAdvertise != "" {
+		ahost, aport, err := splitHostPort(n.cfg.GossipAdvertise)
+		if err != nil {
+			return fmt.Errorf("gossip advertise address %q: %w", n.cfg.GossipAdvertise, err)
+		}
+		mc.AdvertiseAddr, mc.AdvertisePort = ahost, aport
+	}
+	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
+	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
+		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version})
+	mc.Delegate, mc.Events = n.gossip, n.gossip
+	n.ml, err = memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("start gossip on %s: %w", n.cfg.GossipBind, err)
+	}
+	return nil
+}
+
+// RaftAddr is the address peers reach this node's raft transport at.
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// GossipAddr is the address peers join this node's gossip at.
+func (n *Node) GossipAddr() string {
+	ln := n.ml.LocalNode()
+	return net.JoinHostPort(ln.Addr.String(), fmt.Sprint(ln.Port))
+}
+
+// ID is this node's id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// State returns the current (local, possibly stale) catalog state.
+func (n *Node) State() *fsm.State { return n.machine.State() }
+
+// Shutdown leaves gossip and stops raft, closing its stores.
+func (n *Node) Shutdown() error {
+	var err error
+	n.shutOnce.Do(func() {
+		close(n.stop)
+		n.wg.Wait()
+		if lerr := n.ml.Leave(time.Second); lerr != nil {
+			n.log.Warn("gossip leave", "err", lerr)
+		}
+		_ = n.ml.Shutdown()
+		err = n.raft.Shutdown().Error()
+		n.closeStores()
+		n.log.Info("node stopped")
+	})
+	return err
+}
+
+func (n *Node) closeStores() {
+	if n.trans != nil {
+		_ = n.trans.Close()
+	}
+	if n.store != nil {
+		_ = n.store.Close()
+	}
+}
+
+// stopped reports whether Shutdown has begun.
+func (n *Node) stopped() bool {
+	select {
+	case <-n.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until shutdown; it returns false on shutdown.
+func (n *Node) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-n.stop:
+		return false
+	}
+}

@@ -1,0 +1,107 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// Propose replicates a command and returns its result and the raft index
+// it was applied at. It fails with ErrNotLeader (nothing proposed) on a
+// follower, and ErrUnknownOutcome when leadership was lost after proposing.
+func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
+	if n.stopped() {
+		return fsm.Result{}, 0, ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return fsm.Result{}, 0, err
+	}
+	return n.propose(cmd)
+}
+
+func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return fsm.Result{}, 0, err
+	}
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return fsm.Result{}, 0, mapRaftError(err)
+	}
+	res, ok := f.Response().(fsm.Result)
+	if !ok {
+		return fsm.Result{}, 0, fmt.Errorf("unexpected apply response %T", f.Response())
+	}
+	return res, f.Index(), nil
+}
+
+// mapRaftError turns raft's errors into this package's sentinels.
+func mapRaftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrAbortedByRestore):
+		return ErrUnknownOutcome
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	}
+	return err
+}
+
+// IsLeader reports whether this node currently leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// LeaderHTTPAddr returns the leader's HTTP address as it gossips it.
+func (n *Node) LeaderHTTPAddr() (string, error) {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return "", ErrNoLeader
+	}
+	m, ok := n.gossip.get(string(id))
+	if !ok || m.meta.HTTPAddr == "" {
+		return "", fmt.Errorf("%w: leader %s has not been seen through gossip yet", ErrNoLeader, id)
+	}
+	return m.meta.HTTPAddr, nil
+}
+
+// LinearizableState returns a state that reflects every write acknowledged
+// before the call began: the leader confirms it still leads (a quorum
+// round), then waits until its state has applied the commit index it saw.
+// It fails with ErrNotLeader on followers.
+func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error) {
+	if n.raft.State() != raft.Leader || n.readyTerm.Load() != n.raft.CurrentTerm() {
+		return nil, 0, ErrNotLeader
+	}
+	readIndex := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return nil, 0, mapRaftError(err)
+	}
+	if err := n.fsm.WaitApplied(ctx, readIndex); err != nil {
+		return nil, 0, err
+	}
+	return n.machine.State(), n.fsm.Applied(), nil
+}
+
+// StaleState returns this node's local state without any coordination.
+func (n *Node) StaleState() (*fsm.State, uint64) { return n.machine.State(), n.fsm.Applied() }
+
+// WaitForLeader blocks until some leader is known or ctx ends.
+func (n *Node) WaitForLeader(ctx context.Context) error {
+	for {
+		if _, id := n.raft.LeaderWithID(); id != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/storage"
+)
+
+// Config is everything `raftcat serve` is configured with.
+type Config struct {
+	NodeID           string
+	DataDir          string
+	HTTPAddr         string
+	HTTPAdvertise    string
+	RaftAddr         string
+	RaftAdvertise    string
+	GossipAddr       string
+	GossipAdvertise  string
+	Join             string
+	BootstrapExpect  int
+	StorageRoot      string
+	LogLevel         string
+	MaxBodyBytes     int64
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+}
+
+// bindFlags registers every serve flag; each can also be set through the
+// RAFTCAT_<NAME> environment variable (dashes become underscores).
+func (c *Config) bindFlags(fs *flag.FlagSet) {
+	host, _ := os.Hostname()
+	fs.StringVar(&c.NodeID, "node-id", host, "unique, stable id of this node (default: the hostname)")
+	fs.StringVar(&c.DataDir, "data-dir", "./raftcat-data", "directory for the raft log, snapshots and local state")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "address the HTTP API listens on")
+	fs.StringVar(&c.HTTPAdvertise, "http-advertise", "", "HTTP address other nodes forward requests to (default: --http-addr)")
+	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:8300", "address the raft transport listens on")
+	fs.StringVar(&c.RaftAdvertise, "raft-advertise", "", "raft address peers dial (default: --raft-addr)")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:8301", "address gossip (memberlist, TCP and UDP) listens on")
+	fs.StringVar(&c.GossipAdvertise, "gossip-advertise", "", "gossip address peers reach (default: --gossip-addr)")
+	fs.StringVar(&c.Join, "join", "", "comma-separated gossip addresses of peers to join")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster; every node gets the same value")
+	fs.StringVar(&c.StorageRoot, "storage-root", "", "managed storage root of a new cluster (default: file://<absolute data dir>/warehouse)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted; larger ones get 413")
+	fs.DurationVar(&c.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "time without leader contact before a follower starts an election")
+	fs.DurationVar(&c.ElectionTimeout, "raft-election-timeout", time.Second, "time a candidate waits for votes")
+}
+
+// envName is the environment variable for a flag.
+func envName(flagName string) string {
+	return "RAFTCAT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, if present.
+func applyEnv(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Validate checks the configuration and fills derived defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("--node-id is required (the hostname could not be read)"))
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--data-dir: %w", err))
+	}
+	c.DataDir = abs
+	if c.StorageRoot == "" {
+		c.StorageRoot = "file://" + filepath.ToSlash(filepath.Join(abs, "warehouse"))
+	}
+	if root, err := storage.Normalize(c.StorageRoot); err != nil {
+		errs = append(errs, fmt.Errorf("--storage-root: %w", err))
+	} else {
+		c.StorageRoot = root
+	}
+	if c.HTTPAdvertise == "" {
+		c.HTTPAdvertise = c.HTTPAddr
+	}
+	for flagName, addr := range map[string]string{"http-addr": c.HTTPAddr, "raft-addr": c.RaftAddr, "gossip-addr": c.GossipAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %q: %w", flagName, addr, err))
+		}
+	}
+	if host, _, err := net.SplitHostPort(c.HTTPAdvertise); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
+		errs = append(errs, fmt.Errorf("--http-advertise %q is not reachable by peers: set it when --http-addr binds all interfaces", c.HTTPAdvertise))
+	}
+	if c.BootstrapExpect < 1 {
+		errs = append(errs, fmt.Errorf("--bootstrap-expect must be at least 1, got %d", c.BootstrapExpect))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) joinAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Join, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (c *Config) clusterConfig(log *slog.Logger) cluster.Config {
+	return cluster.Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftBind: c.RaftAddr, RaftAdvertise: c.RaftAdvertise,
+		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
+		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
+		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, Logger: log}
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}

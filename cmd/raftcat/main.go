@@ -1,0 +1,150 @@
+// Command raftcat runs a node of the raftcat catalog cluster, and talks to
+// running nodes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/httpapi"
+)
+
+const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalog Delta API.
+
+Usage:
+  raftcat [serve] [flags]        run a node (the default; with no flags, a single-node cluster)
+  raftcat healthcheck [flags]    exit 0 if the node at --addr is ready (for container healthchecks)
+  raftcat version                print the version
+
+Run 'raftcat serve --help' for the node's flags. Every flag can also be set
+through an environment variable: --node-id is RAFTCAT_NODE_ID, and so on.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, stderr)
+	case "healthcheck":
+		return healthcheck(args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "raftcat", cluster.Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "raftcat: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("raftcat serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	cfg.bindFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: raftcat serve [flags]\n\nRuns one node. Start every node of a cluster with the same --bootstrap-expect\nand --join pointing at the others' gossip addresses; the cluster forms once\nthat many nodes see each other.\n\nFlags (environment variable in brackets):\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			fmt.Fprintf(stderr, "  --%s [%s]\n    \t%s (default %q)\n", f.Name, envName(f.Name), f.Usage, f.DefValue)
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "raftcat:", err)
+		return 2
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "raftcat: invalid configuration:\n", err)
+		return 2
+	}
+	level, _ := parseLevel(cfg.LogLevel)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.NodeID)
+	if err := runNode(cfg, log); err != nil {
+		log.Error("raftcat stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// runNode serves until SIGINT or SIGTERM, then shuts down gracefully:
+// stop accepting, finish in-flight requests, close raft.
+func runNode(cfg Config, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
+	}
+	node, err := cluster.Open(cfg.clusterConfig(log))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("serving HTTP", "http_addr", ln.Addr().String(), "storage_root", cfg.StorageRoot)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-serveErr:
+		log.Error("HTTP server failed", "err", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		log.Warn("HTTP shutdown", "err", serr)
+	}
+	if nerr := node.Shutdown(); nerr != nil {
+		return nerr
+	}
+	return err
+}
+
+func healthcheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("raftcat healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of the node")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Get(*addr + "/readyz")
+	if err != nil {
+		fmt.Fprintln(stderr, "not ready:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, "not ready: HTTP", resp.StatusCode)
+		return 1
+	}
+	fmt.Fprintln(stdout, "ready")
+	return 0
+}

@@ -1,0 +1,95 @@
+package fsm
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Result is what applying one command produced: either Err, or the
+// entities the command created or changed (as they are after it).
+type Result struct {
+	Err     *Error
+	Catalog *Catalog
+	Schema  *Schema
+	Table   *Table
+	Staging *StagingTable
+	// NoOp is set when the command was recognised as an already-applied
+	// replay and changed nothing.
+	NoOp bool
+}
+
+func failed(err *Error) Result { return Result{Err: err} }
+
+// Machine holds the current State and applies commands to it. Apply must
+// be called from one goroutine (the raft apply loop); State may be called
+// from any goroutine at any time.
+type Machine struct {
+	cur atomic.Pointer[State]
+}
+
+// NewMachine returns a machine holding an empty state.
+func NewMachine() *Machine {
+	m := &Machine{}
+	m.cur.Store(NewState())
+	return m
+}
+
+// State returns the current immutable state.
+func (m *Machine) State() *State { return m.cur.Load() }
+
+// Replace swaps in a whole new state (snapshot restore).
+func (m *Machine) Replace(s *State) { m.cur.Store(s) }
+
+// Apply applies one encoded command at a raft index. A command that cannot
+// be decoded is returned as an error: the caller must treat it as fatal,
+// since skipping it would let this replica diverge from the others.
+func (m *Machine) Apply(index uint64, data []byte) (Result, error) {
+	cmd, err := Decode(data)
+	if err != nil {
+		if u, ok := err.(ErrUnknownCommand); ok && u.Type&IgnoreUnknownFlag != 0 {
+			return Result{NoOp: true}, nil
+		}
+		return Result{}, fmt.Errorf("apply index %d: %w", index, err)
+	}
+	return m.ApplyCommand(index, cmd), nil
+}
+
+// ApplyCommand applies a decoded command at a raft index.
+func (m *Machine) ApplyCommand(index uint64, cmd Command) Result {
+	t := m.cur.Load().begin()
+	res := dispatch(t, index, cmd)
+	if res.Err == nil && !res.NoOp {
+		m.cur.Store(t.commit())
+	}
+	return res
+}
+
+func dispatch(t *tx, index uint64, cmd Command) Result {
+	switch c := cmd.(type) {
+	case *Init:
+		return applyInit(t, c)
+	case *CreateCatalog:
+		return applyCreateCatalog(t, c)
+	case *UpdateCatalog:
+		return applyUpdateCatalog(t, c)
+	case *DeleteCatalog:
+		return applyDeleteCatalog(t, c)
+	case *CreateSchema:
+		return applyCreateSchema(t, c)
+	case *UpdateSchema:
+		return applyUpdateSchema(t, c)
+	case *DeleteSchema:
+		return applyDeleteSchema(t, c)
+	case *CreateStagingTable:
+		return applyCreateStagingTable(t, c)
+	case *CreateTable:
+		return applyCreateTable(t, index, c)
+	case *UpdateTable:
+		return applyUpdateTable(t, index, c)
+	case *DeleteTable:
+		return applyDeleteTable(t, c)
+	case *RenameTable:
+		return applyRenameTable(t, index, c)
+	}
+	panic(fmt.Sprintf("fsm: no applier for %T", cmd))
+}

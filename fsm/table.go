@@ -1,0 +1,128 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// managedRoot is where managed tables of a schema live: the schema's
+// managed location, else the catalog's, else the metastore root.
+func (t *tx) managedRoot(c *Catalog, s *Schema) string {
+	switch {
+	case s.StorageLocation != "":
+		return s.StorageLocation
+	case c.StorageLocation != "":
+		return c.StorageLocation
+	case t.meta != nil && t.meta.StorageRoot != "":
+		return strings.TrimRight(t.meta.StorageRoot, "/") + "/" + unityStorage
+	}
+	return ""
+}
+
+func applyCreateStagingTable(t *tx, c *CreateStagingTable) Result {
+	cat, sch, err := t.resolveSchema(c.CatalogName, c.SchemaName)
+	if err != nil {
+		return failed(err)
+	}
+	root := t.managedRoot(cat, sch)
+	if root == "" {
+		return failed(Invalidf("None of catalog, schema or storage-root.tables server property has managed location configured."))
+	}
+	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
+		return failed(Errf(CodeTableExists, "Table already exists: %s", c.Name))
+	}
+	st := &StagingTable{ID: c.ID, CatalogName: c.CatalogName, SchemaName: c.SchemaName, Name: c.Name,
+		Location: root + "/tables/" + c.ID, CreatedBy: c.Caller, CreatedAt: c.Time}
+	t.putStaging(st)
+	return Result{Staging: st}
+}
+
+func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
+	if _, _, err := t.resolveSchema(c.CatalogName, c.SchemaName); err != nil {
+		return failed(err)
+	}
+	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
+		return failed(Errf(CodeTableExists, "Table already exists: %s.%s.%s", c.CatalogName, c.SchemaName, c.Name))
+	}
+	id := c.ID
+	if c.TableType == TableManaged {
+		st, err := t.claimStaging(c)
+		if err != nil {
+			return failed(err)
+		}
+		id = st.ID
+	}
+	tb := &Table{ID: id, CatalogName: c.CatalogName, SchemaName: c.SchemaName, Name: c.Name,
+		Format: c.Format, Type: c.TableType, Location: c.Location, Comment: c.Comment,
+		Columns: c.Columns.Columns, ColumnNames: slices.Clone(c.Columns.Names),
+		PartitionColumns: slices.Clone(c.PartitionColumns), Uniform: c.Uniform,
+		Owner: c.Caller, CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time, MetaIndex: index}
+	tb.Properties = maps.Clone(c.Properties)
+	if tb.Properties == nil {
+		tb.Properties = map[string]string{}
+	}
+	applyProtocol(tb.Properties, c.Protocol)
+	applyDomainMetadata(tb.Properties, c.DomainMetadata)
+	tb.Properties[PropLastCommitTs] = strconv.FormatInt(c.LastCommitTimestampMs, 10)
+	tb.Properties[PropLastUpdate] = "0"
+	t.putTable(tb)
+	return Result{Table: tb}
+}
+
+// claimStaging finds the staging row for a managed create by location,
+// checks ownership and identity, and marks it committed.
+func (t *tx) claimStaging(c *CreateTable) (*StagingTable, *Error) {
+	idv, ok := t.stageLoc.Get([]byte(c.Location))
+	if !ok {
+		return nil, Errf(CodeStagingNotFound, "Staging table not found: %s", c.Location)
+	}
+	v, _ := t.staging.Get([]byte(idv.(string)))
+	st := v.(*StagingTable)
+	if st.CreatedBy != "" && c.Caller != st.CreatedBy {
+		return nil, Errf(CodePermissionDenied, "User attempts to create table on a staging location without ownership: %s", c.Location)
+	}
+	if st.Committed {
+		return nil, Invalidf("Staging table already committed: %s", c.Location)
+	}
+	got, ok := c.Properties[PropTableID]
+	if !ok {
+		return nil, Invalidf("Properties does not contain %s.", PropTableID)
+	}
+	if got != st.ID {
+		return nil, Invalidf("the table id (%s) does not match the properties %s(%s).", st.ID, PropTableID, got)
+	}
+	done := *st
+	done.Committed = true
+	t.putStaging(&done)
+	return &done, nil
+}
+
+func applyDeleteTable(t *tx, c *DeleteTable) Result {
+	tb, err := t.resolveTable(c.CatalogName, c.SchemaName, c.Name)
+	if err != nil {
+		return failed(err)
+	}
+	t.tables.Delete(tableKey(c.CatalogName, c.SchemaName, c.Name))
+	return Result{Table: tb}
+}
+
+func applyRenameTable(t *tx, index uint64, c *RenameTable) Result {
+	old, err := t.resolveTable(c.CatalogName, c.SchemaName, c.Name)
+	if err != nil {
+		return failed(err)
+	}
+	if c.NewName == c.Name {
+		return Result{Table: old, NoOp: true}
+	}
+	if _, exists := t.table(c.CatalogName, c.SchemaName, c.NewName); exists {
+		return failed(Errf(CodeTableExists, "Table already exists: %s", c.NewName))
+	}
+	tb := old.clone()
+	tb.Name = c.NewName
+	tb.UpdatedAt, tb.UpdatedBy, tb.MetaIndex = max(c.Time, old.UpdatedAt), c.Caller, index
+	t.tables.Delete(tableKey(c.CatalogName, c.SchemaName, c.Name))
+	t.putTable(tb)
+	return Result{Table: tb}
+}

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// bindJSON decodes the request body into v. An empty body or `null`
+// yields found=false. Malformed JSON or a wrong type is a 400 naming the
+// offending field.
+func bindJSON(c echo.Context, v any) (found bool, err error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return false, err
+		}
+		return false, invalid("Could not read request body: %v", err)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || string(body) == "null" {
+		return false, nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, jsonError(err)
+	}
+	return true, nil
+}
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "request body"
+		}
+		return invalid("Invalid JSON: field '%s' must be of type %s, got %s.", field, jsonTypeName(te.Type.Kind().String()), te.Value)
+	case errors.As(err, &se):
+		return invalid("Malformed JSON request body at offset %d: %v", se.Offset, err)
+	}
+	return invalid("Malformed JSON request body: %v", err)
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "map", "struct":
+		return "object"
+	case "slice":
+		return "array"
+	case "int", "int64", "int32", "uint64", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	}
+	return kind
+}
+
+// checkName validates a catalog, schema or table name as Unity Catalog does.
+func checkName(name string) error {
+	if len(name) > 255 {
+		return invalid("Name cannot be longer than 255 characters")
+	}
+	for _, r := range name {
+		if r == '.' || r == ' ' || r == '/' || unicode.IsControl(r) {
+			return invalid("Name cannot contain a period, space, forward-slash, or control characters")
+		}
+	}
+	return nil
+}
+
+// requiredName checks a required name field.
+func requiredName(name *string, what string) (string, error) {
+	if name == nil || strings.TrimSpace(*name) == "" {
+		return "", invalid("%s is required.", what)
+	}
+	return *name, checkName(*name)
+}
+
+// stamp is the non-deterministic part every command carries, decided here
+// on the leader before proposing.
+func stamp(c echo.Context) fsm.Stamp {
+	return fsm.Stamp{Time: time.Now().UnixMilli(), Caller: caller(c)}
+}
+
+// caller is the authenticated principal; authentication is not enabled
+// yet, so every request is anonymous.
+func caller(echo.Context) string { return "" }

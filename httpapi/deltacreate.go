@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/deltaschema"
+	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/storage"
+)
+
+func (s *Server) createDeltaTable(c echo.Context) error {
+	var req createTableRequest
+	found, err := bindJSON(c, &req)
+	if err != nil {
+		return err
+	}
+	cmd, err := buildCreate(&req, found)
+	if err != nil {
+		return err
+	}
+	cmd.Stamp = stamp(c)
+	cmd.CatalogName, cmd.SchemaName = c.Param("catalog"), c.Param("schema")
+	if cmd.TableType == fsm.TableExternal {
+		cmd.ID = uuid.NewString()
+	}
+	res, err := s.propose(c, cmd)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, loadResponse(res.Table))
+}
+
+// buildCreate checks a create request in UC's order as far as it needs
+// no state, and translates it into a command; the FSM checks the rest
+// (existence, staging ownership and identity).
+func buildCreate(req *createTableRequest, found bool) (*fsm.CreateTable, error) {
+	if !found {
+		return nil, invalid("Request body is required.")
+	}
+	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
+		return nil, invalid("Table name is required.")
+	}
+	if req.Location == nil || strings.TrimSpace(*req.Location) == "" {
+		return nil, invalid("Table location is required.")
+	}
+	cols, err := deltaschema.Parse("columns", req.Columns)
+	if err != nil {
+		return nil, invalid("%s", err.Error())
+	}
+	if req.TableType == nil {
+		return nil, invalid("table-type is required.")
+	}
+	tableType := *req.TableType
+	if tableType != fsm.TableManaged && tableType != fsm.TableExternal {
+		return nil, invalid("table-type must be MANAGED or EXTERNAL, got '%s'.", tableType)
+	}
+	if req.Protocol == nil {
+		return nil, invalid("protocol is required.")
+	}
+	if req.LastCommitTimestampMs == nil {
+		return nil, invalid("last-commit-timestamp-ms is required.")
+	}
+	props, nullKeys := splitNullProperties(req.Properties)
+	protocol := req.Protocol.toFSM()
+	dm := req.DomainMetadata.toFSM()
+	if tableType == fsm.TableManaged {
+		hasClustering := dm != nil && dm.ClusteringColumns != nil
+		hasRowTracking := dm != nil && dm.RowIDHighWaterMark != nil
+		if cerr := fsm.CheckManagedContract(protocol, props, nullKeys, hasClustering, hasRowTracking); cerr != nil {
+			return nil, cerr
+		}
+	}
+	location, err := storage.Normalize(*req.Location)
+	if err != nil {
+		return nil, invalid("Invalid table location: %v", err)
+	}
+	uni, err := checkCreateUniform(req.Uniform, props, location)
+	if err != nil {
+		return nil, err
+	}
+	partitions, perr := fsm.ResolvePartitionColumns(cols.TopLevelNames(), req.PartitionColumns)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := checkName(*req.Name); err != nil {
+		return nil, err
+	}
+	if tableType == fsm.TableExternal {
+		if err := checkExternalLocation(location); err != nil {
+			return nil, err
+		}
+	}
+	return &fsm.CreateTable{Name: *req.Name, Format: fsm.FormatDelta, TableType: tableType, Location: location,
+		Columns: fsm.ColumnsSpec{Columns: cols.Canonical(), Names: cols.TopLevelNames()}, PartitionColumns: partitions,
+		Protocol: protocol, Properties: props, DomainMetadata: dm, Uniform: uni, Comment: req.Comment,
+		LastCommitTimestampMs: *req.LastCommitTimestampMs}, nil
+}
+
+// splitNullProperties separates JSON-null property values (which the
+// managed contract reports as 'null') from real ones.
+func splitNullProperties(in map[string]*string) (map[string]string, map[string]bool) {
+	props, nulls := map[string]string{}, map[string]bool{}
+	for k, v := range in {
+		if v == nil {
+			nulls[k] = true
+			continue
+		}
+		props[k] = *v
+	}
+	return props, nulls
+}
+
+// checkCreateUniform applies the create-time UniForm rules.
+func checkCreateUniform(u *uniform, props map[string]string, location string) (*fsm.IcebergUniform, error) {
+	enabled := false
+	for _, f := range strings.Split(props[fsm.PropUniformFormats], ",") {
+		enabled = enabled || strings.EqualFold(strings.TrimSpace(f), "iceberg")
+	}
+	switch {
+	case enabled && u == nil:
+		return nil, invalid("Uniform metadata must be set when '%s' includes 'iceberg'.", fsm.PropUniformFormats)
+	case !enabled && u != nil:
+		return nil, invalid("Uniform metadata must not be set unless '%s' includes 'iceberg'.", fsm.PropUniformFormats)
+	case u == nil:
+		return nil, nil
+	}
+	ic, err := checkUniformShape(u)
+	if err != nil {
+		return nil, err
+	}
+	if ic.ConvertedDeltaVersion != 0 && ic.ConvertedDeltaVersion != 1 {
+		return nil, invalid("uniform.iceberg.converted-delta-version must be 0 or 1 at create time, got %d.", ic.ConvertedDeltaVersion)
+	}
+	if ic.BaseConvertedDeltaVersion != nil {
+		return nil, invalid("uniform.iceberg.base-converted-delta-version must not be set at create time: %d.", *ic.BaseConvertedDeltaVersion)
+	}
+	if !storage.IsUnder(ic.MetadataLocation, location) {
+		return nil, invalid("uniform.iceberg.metadata-location ('%s') must be a subpath of the table location ('%s').", ic.MetadataLocation, location)
+	}
+	return ic, nil
+}
+
+// checkExternalLocation keeps external tables out of bucket roots and
+// managed storage.
+func checkExternalLocation(loc string) error {
+	if storage.IsRoot(loc) {
+		return invalid("External table storage location must include a non-empty path prefix: %s", loc)
+	}
+	if strings.Contains(loc, "__unitystorage") {
+		return invalid("Input path '%s' contains managed storage prefix __unitystorage.", loc)
+	}
+	return nil
+}

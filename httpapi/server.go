@@ -1,0 +1,109 @@
+// Package httpapi serves raftcat's HTTP protocols through Echo: the Unity
+// Catalog REST hierarchy, the UC Delta API, and the admin endpoints. It
+// only translates: it binds and validates requests, builds fsm commands,
+// and renders results and errors in each protocol's own shape. It reaches
+// the replicated state through the Cluster interface it declares.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// Cluster is what the HTTP layer needs from the replication layer.
+type Cluster interface {
+	ID() string
+	Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error)
+	LinearizableState(ctx context.Context) (*fsm.State, uint64, error)
+	StaleState() (*fsm.State, uint64)
+	IsLeader() bool
+	LeaderHTTPAddr() (string, error)
+	Status() cluster.Status
+	Ready() bool
+}
+
+// Config tunes the HTTP layer.
+type Config struct {
+	MaxBodyBytes int64         // requests above this are refused with 413 (0: 8 MiB)
+	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
+	Logger       *slog.Logger
+}
+
+// Headers raftcat adds to or reads from requests.
+const (
+	HeaderIndex       = "X-Raftcat-Index"       // raft index a write was applied at, or a read reflects
+	HeaderServedBy    = "X-Raftcat-Served-By"   // node that executed the request
+	HeaderForwarded   = "X-Raftcat-Forwarded"   // set on requests a follower forwarded to the leader
+	HeaderConsistency = "X-Raftcat-Consistency" // "stale" opts a read into this node's local state
+)
+
+// Server is the HTTP front of one node.
+type Server struct {
+	e       *echo.Echo
+	cluster Cluster
+	cfg     Config
+	log     *slog.Logger
+	proxy   *leaderProxy
+}
+
+// New builds the Echo application with every route.
+func New(c Cluster, cfg Config) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 8 << 20
+	}
+	if cfg.LeaderWait <= 0 {
+		cfg.LeaderWait = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
+	s.proxy = newLeaderProxy(s)
+	s.e.HideBanner, s.e.HidePort = true, true
+	s.e.HTTPErrorHandler = s.handleError
+	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit)
+
+	s.registerAdmin(s.e)
+	api := s.e.Group("/api/2.1/unity-catalog", s.routeToLeader)
+	s.registerUC(api)
+	s.registerDelta(api.Group("/delta/v1"))
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// bodyLimit refuses oversized bodies with 413 before anything reads them.
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body too large")
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBodyBytes)
+		return next(c)
+	}
+}
+
+func (s *Server) requestLog() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelDebug
+			if v.Status >= 500 && v.Status != http.StatusServiceUnavailable {
+				level = slog.LevelWarn
+			}
+			s.log.Log(c.Request().Context(), level, "request", "method", v.Method, "uri", v.URI,
+				"status", v.Status, "latency", v.Latency, "forwarded", c.Request().Header.Get(HeaderForwarded) != "")
+			return nil
+		},
+	})
+}

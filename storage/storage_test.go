@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	cases := []struct{ in, want, err string }{
+		{in: "/tmp/x/", want: "file:///tmp/x"},
+		{in: "file:/tmp/x", want: "file:///tmp/x"},
+		{in: "file:///tmp/x//", want: "file:///tmp/x"},
+		{in: "file://localhost/tmp/x", want: "file:///tmp/x"},
+		{in: "s3://bucket/a/b/", want: "s3://bucket/a/b"},
+		{in: "S3://bucket", want: "s3://bucket"},
+		{in: "", err: "empty"},
+		{in: "ftp://x/y", err: "unsupported location scheme"},
+		{in: "relative/path", err: "unsupported location scheme"},
+		{in: "s3:///nobucket", err: "no bucket"},
+		{in: "file://host/x", err: "must not name a host"},
+	}
+	for _, c := range cases {
+		got, err := Normalize(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Normalize(%q) err = %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+func TestRootAndUnder(t *testing.T) {
+	if !IsRoot("s3://bucket") || IsRoot("s3://bucket/x") || !IsRoot("file:///") {
+		t.Fatal("IsRoot wrong")
+	}
+	if !IsUnder("file:///a/b/c", "file:///a/b") || IsUnder("file:///a/bc", "file:///a/b") || IsUnder("file:///a/b", "file:///a/b") {
+		t.Fatal("IsUnder wrong")
+	}
+}
+
+func TestSameFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.json", "same")
+	write("b.json", "same")
+	write("c.json", "other")
+	loc := "file://" + filepath.ToSlash(dir)
+	if same, err := SameFile(loc, "a.json", "b.json"); err != nil || !same {
+		t.Fatalf("same: %v %v", same, err)
+	}
+	if same, err := SameFile(loc, "a.json", "c.json"); err != nil || same {
+		t.Fatalf("different: %v %v", same, err)
+	}
+	if _, err := SameFile(loc, "a.json", "missing.json"); !errors.Is(err, ErrUnreadable) {
+		t.Fatalf("missing: %v", err)
+	}
+	if _, err := SameFile("s3://bucket/t", "a", "b"); !errors.Is(err, ErrUnreadable) {
+		t.Fatalf("s3: %v", err)
+	}
+}
