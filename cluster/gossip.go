@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log"
 	"log/slog"
@@ -119,19 +120,28 @@ func memberlistLogger(l *slog.Logger) *log.Logger {
 	return log.New(&levelFilter{l: l}, "", 0)
 }
 
+// levelFilter turns the "[LEVEL] message" lines of raft's and
+// memberlist's loggers into slog records of the matching level.
 type levelFilter struct{ l *slog.Logger }
+
+var levelPrefixes = []struct {
+	prefix string
+	level  slog.Level
+}{
+	{"[DEBUG]", slog.LevelDebug}, {"[TRACE]", slog.LevelDebug - 4}, {"[ERROR]", slog.LevelError},
+	{"[ERR]", slog.LevelError}, {"[WARN]", slog.LevelWarn}, {"[INFO]", slog.LevelInfo},
+}
 
 func (f *levelFilter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(bytes.TrimSpace(p)))
-	switch {
-	case strings.Contains(line, "[DEBUG]"):
-	case strings.Contains(line, "[ERR]"):
-		f.l.Error(strings.TrimSpace(strings.TrimPrefix(line, "[ERR]")))
-	case strings.Contains(line, "[WARN]"):
-		f.l.Warn(strings.TrimSpace(strings.TrimPrefix(line, "[WARN]")))
-	default:
-		f.l.Info(strings.TrimSpace(strings.TrimPrefix(line, "[INFO]")))
+	level := slog.LevelInfo
+	for _, lp := range levelPrefixes {
+		if i := strings.Index(line, lp.prefix); i >= 0 {
+			level, line = lp.level, strings.TrimSpace(line[i+len(lp.prefix):])
+			break
+		}
 	}
+	f.l.Log(context.Background(), level, line)
 	return len(p), nil
 }
 

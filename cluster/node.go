@@ -76,8 +76,8 @@ func (n *Node) openRaft() error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create raft dir: %w", err)
 	}
-	hlog := hclog.FromStandardLogger(slog.NewLogLogger(n.cfg.Logger.With("component", "raft").Handler(), slog.LevelInfo),
-		&hclog.LoggerOptions{Name: "raft", Level: hclog.Info})
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
+		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
 		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
 	if err != nil {

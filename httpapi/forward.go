@@ -1,13 +1,12 @@
 package httpapi
 
 import (
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"time"
 
@@ -20,7 +19,7 @@ var errLeaderUnreachable = errors.New("leader unreachable")
 
 // routeToLeader sends every request that needs the leader (writes, and
 // reads unless they opt into stale local state) to it. On a follower the
-// request is proxied and the client gets the leader's answer; a request
+// request is forwarded and the client gets the leader's answer; a request
 // that was already forwarded once is never forwarded again.
 func (s *Server) routeToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -31,16 +30,16 @@ func (s *Server) routeToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().Header.Get(HeaderForwarded) != "" {
 			return fmt.Errorf("%w: forwarded request reached a node that no longer leads", cluster.ErrNotLeader)
 		}
-		addr, err := s.waitForLeader(c)
+		body, err := io.ReadAll(c.Request().Body)
 		if err != nil {
 			return err
 		}
-		if addr == "" { // this node became the leader while waiting
+		handledHere, err := s.proxy.forward(c, body)
+		if handledHere { // this node became the leader while waiting
+			c.Request().Body = io.NopCloser(bytes.NewReader(body))
 			return next(c)
 		}
-		c.Response().Header().Del(HeaderServedBy)
-		s.proxy.forward(c, addr)
-		return nil
+		return err
 	}
 }
 
@@ -50,36 +49,12 @@ func isStaleRead(r *http.Request) bool {
 		strings.EqualFold(r.Header.Get(HeaderConsistency), "stale")
 }
 
-// waitForLeader waits (up to LeaderWait) until a leader's HTTP address is
-// known. It returns "" if this node is now the leader.
-func (s *Server) waitForLeader(c echo.Context) (string, error) {
-	deadline := time.Now().Add(s.cfg.LeaderWait)
-	for {
-		if s.cluster.IsLeader() {
-			return "", nil
-		}
-		addr, err := s.cluster.LeaderHTTPAddr()
-		if err == nil {
-			return addr, nil
-		}
-		if time.Now().After(deadline) {
-			return "", err
-		}
-		select {
-		case <-c.Request().Context().Done():
-			return "", c.Request().Context().Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// leaderProxy forwards requests over pooled keep-alive connections.
+// leaderProxy forwards requests to the leader over pooled keep-alive
+// connections.
 type leaderProxy struct {
-	s     *Server
-	proxy *httputil.ReverseProxy
+	s      *Server
+	client *http.Client
 }
-
-type targetKey struct{}
 
 func newLeaderProxy(s *Server) *leaderProxy {
 	transport := &http.Transport{
@@ -89,34 +64,74 @@ func newLeaderProxy(s *Server) *leaderProxy {
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	p := &leaderProxy{s: s}
-	p.proxy = &httputil.ReverseProxy{
-		Transport: transport,
-		Rewrite: func(r *httputil.ProxyRequest) {
-			target := r.In.Context().Value(targetKey{}).(*url.URL)
-			r.SetURL(target)
-			r.Out.Host = r.In.Host
-			r.Out.Header.Set(HeaderForwarded, s.cluster.ID())
-		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			c := s.e.NewContext(r, echo.NewResponse(w, s.e))
-			s.log.Warn("forward to leader failed", "path", r.URL.Path, "err", err)
-			s.handleError(fmt.Errorf("%w: %v", errLeaderUnreachable, err), c)
-		},
-	}
-	return p
+	return &leaderProxy{s: s, client: &http.Client{Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-func (p *leaderProxy) forward(c echo.Context, addr string) {
-	target, err := url.Parse(leaderURL(addr))
-	if err != nil {
-		p.s.handleError(fmt.Errorf("%w: bad leader address %q", errLeaderUnreachable, addr), c)
-		return
+// forward sends the request to the current leader and copies its answer
+// back. While no leader is known, or the leader cannot be dialled (so the
+// request was never sent), it waits and tries again until LeaderWait has
+// passed. It reports handledHere when this node became the leader.
+func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, err error) {
+	deadline := time.Now().Add(p.s.cfg.LeaderWait)
+	for {
+		if p.s.cluster.IsLeader() {
+			return true, nil
+		}
+		addr, lerr := p.s.cluster.LeaderHTTPAddr()
+		if lerr == nil {
+			sent, ferr := p.send(c, addr, body)
+			if ferr == nil {
+				return false, nil
+			}
+			if sent { // the leader may have acted on it: the outcome is unknown
+				return false, fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", cluster.ErrUnknownOutcome, addr, ferr)
+			}
+			lerr = fmt.Errorf("%w: %v", errLeaderUnreachable, ferr)
+		}
+		if time.Now().After(deadline) {
+			return false, lerr
+		}
+		select {
+		case <-c.Request().Context().Done():
+			return false, c.Request().Context().Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	r := c.Request()
-	ctx := r.Context()
-	r = r.WithContext(context.WithValue(ctx, targetKey{}, target))
-	p.proxy.ServeHTTP(c.Response(), r)
+}
+
+// send forwards once. sent is false when the request surely never reached
+// the leader (the connection could not be made).
+func (p *leaderProxy) send(c echo.Context, addr string, body []byte) (sent bool, err error) {
+	in := c.Request()
+	out, err := http.NewRequestWithContext(in.Context(), in.Method, leaderURL(addr)+in.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	for k, vs := range in.Header {
+		if k == "Connection" || k == "Keep-Alive" || k == "Te" || k == "Upgrade" || k == "Proxy-Connection" {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	out.Header.Set(HeaderForwarded, p.s.cluster.ID())
+	resp, err := p.client.Do(out)
+	if err != nil {
+		var op *net.OpError
+		return !(errors.As(err, &op) && op.Op == "dial"), err
+	}
+	defer resp.Body.Close()
+	h := c.Response().Header()
+	h.Del(HeaderServedBy)
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	c.Response().WriteHeader(resp.StatusCode)
+	_, err = io.Copy(c.Response(), resp.Body)
+	if err != nil {
+		p.s.log.Warn("copying the leader's answer failed", "path", in.URL.Path, "err", err)
+	}
+	return true, nil
 }
 
 func leaderURL(addr string) string {

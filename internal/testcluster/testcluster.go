@@ -1,0 +1,179 @@
+// Package testcluster starts real raftcat nodes inside a test process:
+// raft over loopback TCP, raft-boltdb files in temp dirs, memberlist
+// gossip, and the HTTP API on a real listener. Tests wait on conditions
+// (a leader, an applied index), never on fixed sleeps.
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/httpapi"
+)
+
+// Node is one running in-process node.
+type Node struct {
+	*cluster.Node
+	URL  string // http://host:port
+	Dir  string
+	cfg  cluster.Config
+	http string // HTTP listen address
+	srv  *http.Server
+	up   bool
+
+	leaderWait time.Duration
+}
+
+// Options tune a test cluster.
+type Options struct {
+	Heartbeat time.Duration // 0: 500ms
+	Verbose   bool          // log to stderr (RAFTCAT_TEST_LOG=1 also turns it on)
+	// LeaderWait is how long a request waits for a leader before 503 (0: 1s).
+	LeaderWait time.Duration
+}
+
+// Start starts n nodes that form one cluster (bootstrap-expect n, every
+// node joining the first one's gossip) and waits until every node is ready.
+func Start(t testing.TB, n int, opts Options) []*Node {
+	t.Helper()
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = 500 * time.Millisecond
+	}
+	if opts.LeaderWait == 0 {
+		opts.LeaderWait = time.Second
+	}
+	nodes := make([]*Node, n)
+	var join []string
+	for i := range nodes {
+		nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait}
+		nd.cfg = cluster.Config{NodeID: fmt.Sprintf("node%d", i+1), DataDir: nd.Dir,
+			RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: n,
+			StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
+			ElectionTimeout: opts.Heartbeat, Logger: logger(opts.Verbose)}
+		if err := nd.start(); err != nil {
+			t.Fatalf("start node%d: %v", i+1, err)
+		}
+		if i == 0 {
+			join = []string{nd.GossipAddr()}
+		}
+		nodes[i] = nd
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.Stop()
+		}
+	})
+	WaitReady(t, nodes...)
+	return nodes
+}
+
+func logger(verbose bool) *slog.Logger {
+	if verbose || os.Getenv("RAFTCAT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func (nd *Node) start() error {
+	ln, err := net.Listen("tcp", nd.http)
+	if err != nil {
+		return err
+	}
+	nd.http = ln.Addr().String()
+	nd.URL = "http://" + nd.http
+	nd.cfg.HTTPAdvertise = nd.http
+	node, err := cluster.Open(nd.cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	nd.Node = node
+	// Restarts must come back on the same addresses: raft's configuration
+	// and peers' gossip state name them.
+	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
+	nd.srv = &http.Server{Handler: httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait}).Handler()}
+	go nd.srv.Serve(ln)
+	nd.up = true
+	return nil
+}
+
+// Stop shuts the node down (HTTP, then raft and gossip). Idempotent.
+func (nd *Node) Stop() {
+	if !nd.up {
+		return
+	}
+	nd.up = false
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = nd.srv.Shutdown(ctx)
+	_ = nd.Node.Shutdown()
+}
+
+// Restart starts a stopped node again with its data dir and addresses.
+func (nd *Node) Restart(t testing.TB, join ...string) {
+	t.Helper()
+	if len(join) > 0 {
+		nd.cfg.Join = join
+	}
+	if err := nd.start(); err != nil {
+		t.Fatalf("restart %s: %v", nd.cfg.NodeID, err)
+	}
+}
+
+// Up reports whether the node is running.
+func (nd *Node) Up() bool { return nd.up }
+
+// WaitFor polls cond until it holds or the deadline passes.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WaitReady waits until every given node is ready.
+func WaitReady(t testing.TB, nodes ...*Node) {
+	t.Helper()
+	for _, nd := range nodes {
+		WaitFor(t, 30*time.Second, nd.ID()+" ready", nd.Ready)
+	}
+}
+
+// Leader waits for a leader among the running nodes and returns it.
+func Leader(t testing.TB, nodes []*Node) *Node {
+	t.Helper()
+	var leader *Node
+	WaitFor(t, 30*time.Second, "a leader", func() bool {
+		for _, nd := range nodes {
+			if nd.up && nd.IsLeader() && nd.Ready() {
+				leader = nd
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// Followers returns the running nodes that are not the given leader.
+func Followers(nodes []*Node, leader *Node) []*Node {
+	var out []*Node
+	for _, nd := range nodes {
+		if nd != leader && nd.up {
+			out = append(out, nd)
+		}
+	}
+	return out
+}

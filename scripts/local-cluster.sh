@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Runs a raftcat cluster of local processes on this host.
+#
+#   scripts/local-cluster.sh start [N]   build raftcat, start N nodes (default 3), wait until ready
+#   scripts/local-cluster.sh stop        stop the nodes (SIGTERM, then SIGKILL after 15 s)
+#   scripts/local-cluster.sh status      show each node's pid and /v1/cluster view
+#   scripts/local-cluster.sh clean       stop and delete the cluster's data
+#
+# Node i (1-based) listens on HTTP 127.0.0.1:$((HTTP_BASE+i)), raft $((RAFT_BASE+i)),
+# gossip $((GOSSIP_BASE+i)). Defaults: 8080, 8310, 8320 (so node1 is
+# http://127.0.0.1:8081). Override with RAFTCAT_HTTP_BASE, RAFTCAT_RAFT_BASE,
+# RAFTCAT_GOSSIP_BASE; the state lives in RAFTCAT_CLUSTER_DIR (default ./.cluster).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+dir=${RAFTCAT_CLUSTER_DIR:-$here/.cluster}
+http_base=${RAFTCAT_HTTP_BASE:-8080}
+raft_base=${RAFTCAT_RAFT_BASE:-8310}
+gossip_base=${RAFTCAT_GOSSIP_BASE:-8320}
+bin=$dir/bin/raftcat
+
+nodes() { for d in "$dir"/node*/; do [ -d "$d" ] && basename "$d" | sed 's/^node//'; done | sort -n; }
+
+alive() { [ -f "$dir/node$1.pid" ] && kill -0 "$(cat "$dir/node$1.pid")" 2>/dev/null; }
+
+start() {
+  local n=${1:-3}
+  mkdir -p "$dir/bin"
+  (cd "$here" && CGO_ENABLED=0 go build -o "$bin" ./cmd/raftcat)
+  local join=127.0.0.1:$((gossip_base + 1))
+  for i in $(seq 1 "$n"); do
+    if alive "$i"; then echo "node$i already running (pid $(cat "$dir/node$i.pid"))"; continue; fi
+    mkdir -p "$dir/node$i"
+    "$bin" serve \
+      --node-id "node$i" \
+      --data-dir "$dir/node$i" \
+      --http-addr "127.0.0.1:$((http_base + i))" \
+      --raft-addr "127.0.0.1:$((raft_base + i))" \
+      --gossip-addr "127.0.0.1:$((gossip_base + i))" \
+      --join "$join" \
+      --bootstrap-expect "$n" \
+      --storage-root "file://$dir/warehouse" \
+      >>"$dir/node$i.log" 2>&1 &
+    echo $! >"$dir/node$i.pid"
+    echo "node$i: pid $!, http://127.0.0.1:$((http_base + i)), log $dir/node$i.log"
+  done
+  for i in $(seq 1 "$n"); do
+    local ok=
+    for _ in $(seq 1 300); do
+      if "$bin" healthcheck --addr "http://127.0.0.1:$((http_base + i))" >/dev/null 2>&1; then ok=1; break; fi
+      alive "$i" || break
+      sleep 0.1
+    done
+    if [ -z "$ok" ]; then echo "node$i did not become ready; see $dir/node$i.log" >&2; exit 1; fi
+  done
+  echo "cluster of $n ready"
+}
+
+stop() {
+  for i in $(nodes); do
+    if alive "$i"; then
+      local pid; pid=$(cat "$dir/node$i.pid")
+      kill -TERM "$pid"
+      for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+      echo "node$i stopped"
+    fi
+    rm -f "$dir/node$i.pid"
+  done
+}
+
+status() {
+  for i in $(nodes); do
+    if alive "$i"; then
+      echo "node$i: running (pid $(cat "$dir/node$i.pid"))"
+      curl -fsS "http://127.0.0.1:$((http_base + i))/v1/cluster" 2>/dev/null || echo "  (not answering)"
+      echo
+    else
+      echo "node$i: stopped"
+    fi
+  done
+}
+
+case "${1:-}" in
+  start) start "${2:-3}" ;;
+  stop) stop ;;
+  status) status ;;
+  clean) stop; rm -rf "$dir" ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
