@@ -208,3 +208,34 @@ func TestNodeRestartKeepsStateAndRejoins(t *testing.T) {
 	}
 	requireConverged(t, nodes)
 }
+
+func TestNewNodeJoinsAsVoter(t *testing.T) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{})
+	leader := testcluster.Leader(t, nodes)
+	r := testcluster.Do(t, http.MethodPost, leader.URL+ucBase+"/catalogs", map[string]any{"name": "before_join"})
+	if r.Status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	fourth := testcluster.Add(t, nodes, "node4", 3, testcluster.Options{})
+	testcluster.WaitFor(t, 30*time.Second, "node4 to be a voter", func() bool {
+		for _, m := range leader.Status().Members {
+			if m.ID == "node4" && m.Voter {
+				return true
+			}
+		}
+		return false
+	})
+	testcluster.WaitReady(t, fourth)
+	waitApplied(t, []*testcluster.Node{fourth}, r.Index())
+	got := testcluster.Do(t, http.MethodGet, fourth.URL+ucBase+"/catalogs/before_join", nil, "X-Raftcat-Consistency", "stale")
+	if got.Status != http.StatusOK {
+		t.Fatalf("joined node lacks earlier state: %d %s", got.Status, got.Raw)
+	}
+	// Writes through the new node reach the leader.
+	w := testcluster.Do(t, http.MethodPost, fourth.URL+ucBase+"/catalogs", map[string]any{"name": "after_join"})
+	if w.Status != http.StatusOK {
+		t.Fatalf("write via node4: %d %s", w.Status, w.Raw)
+	}
+	waitApplied(t, append(nodes, fourth), w.Index())
+	requireConverged(t, append(nodes, fourth))
+}

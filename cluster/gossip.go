@@ -25,6 +25,9 @@ type nodeMeta struct {
 	HTTPAddr        string `json:"http"`
 	BootstrapExpect int    `json:"expect"`
 	Version         string `json:"version"`
+	// Bootstrapped is set once the node belongs to a formed cluster; a new
+	// node that sees one never bootstraps a cluster of its own.
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
 }
 
 // Gossip status of a member.
@@ -56,7 +59,9 @@ func newGossip(local nodeMeta) *gossip {
 }
 
 func (g *gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
 	b, _ := json.Marshal(g.local)
+	g.mu.Unlock()
 	if len(b) > limit {
 		return nil
 	}
@@ -92,6 +97,18 @@ func (g *gossip) record(n *memberlist.Node) {
 	case g.changed <- struct{}{}:
 	default:
 	}
+}
+
+// markBootstrapped records that this node belongs to a formed cluster; it
+// reports whether that changed anything (the caller then re-gossips).
+func (g *gossip) markBootstrapped() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.local.Bootstrapped {
+		return false
+	}
+	g.local.Bootstrapped = true
+	return true
 }
 
 // get returns a member by node id.

@@ -36,16 +36,20 @@ func (n *Node) joinLoop() {
 // matter which of them bootstraps first.
 func (n *Node) bootstrapLoop() {
 	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
-	if err != nil || has {
-		if err != nil {
-			n.log.Error("cannot read raft state", "err", err)
-		}
+	if err != nil {
+		n.log.Error("cannot read raft state", "err", err)
 		return
 	}
-	if n.raft.LastIndex() > 0 {
+	if has {
+		n.announceBootstrapped()
 		return
 	}
 	for {
+		if n.raft.Leader() != "" || n.raft.LastIndex() > 0 || n.peerBootstrapped() {
+			n.log.Info("joining an existing cluster; waiting for its leader to add this node")
+			n.announceBootstrapped()
+			return
+		}
 		if servers, ok := n.expectedServers(); ok {
 			f := n.raft.BootstrapCluster(raft.Configuration{Servers: servers})
 			if err := f.Error(); err != nil && err != raft.ErrCantBootstrap {
@@ -53,6 +57,7 @@ func (n *Node) bootstrapLoop() {
 			} else if err == nil {
 				n.log.Info("bootstrapped cluster", "servers", len(servers))
 			}
+			n.announceBootstrapped()
 			return
 		}
 		select {
@@ -61,10 +66,26 @@ func (n *Node) bootstrapLoop() {
 		case <-n.stop:
 			return
 		}
-		if n.raft.Leader() != "" || n.raft.LastIndex() > 0 {
-			return // joined a cluster that already exists
+	}
+}
+
+// announceBootstrapped gossips that this node is part of a formed cluster.
+func (n *Node) announceBootstrapped() {
+	if n.gossip.markBootstrapped() {
+		if err := n.ml.UpdateNode(5 * time.Second); err != nil {
+			n.log.Warn("could not gossip updated metadata", "err", err)
 		}
 	}
+}
+
+// peerBootstrapped reports whether an alive peer already belongs to a cluster.
+func (n *Node) peerBootstrapped() bool {
+	for _, m := range n.gossip.members() {
+		if m.status == StatusAlive && m.meta.Bootstrapped && m.meta.ID != n.cfg.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) expectedServers() ([]raft.Server, bool) {

@@ -31,6 +31,8 @@ type Node struct {
 	trans   *raft.NetworkTransport
 	ml      *memberlist.Memberlist
 	gossip  *gossip
+	// gossipAddr is read once: memberlist mutates its local node in place.
+	gossipAddr string
 
 	// readyTerm is the term in which this node, as leader, has applied its
 	// own first entry; linearizable reads are served only from then on.
@@ -158,6 +160,8 @@ func (n *Node) openGossip() error {
 	if err != nil {
 		return fmt.Errorf("start gossip on %s: %w", n.cfg.GossipBind, err)
 	}
+	ln := n.ml.LocalNode()
+	n.gossipAddr = net.JoinHostPort(ln.Addr.String(), fmt.Sprint(ln.Port))
 	return nil
 }
 
@@ -165,10 +169,7 @@ func (n *Node) openGossip() error {
 func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
 
 // GossipAddr is the address peers join this node's gossip at.
-func (n *Node) GossipAddr() string {
-	ln := n.ml.LocalNode()
-	return net.JoinHostPort(ln.Addr.String(), fmt.Sprint(ln.Port))
-}
+func (n *Node) GossipAddr() string { return n.gossipAddr }
 
 // ID is this node's id.
 func (n *Node) ID() string { return n.cfg.NodeID }

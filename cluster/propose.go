@@ -76,8 +76,8 @@ func (n *Node) LeaderHTTPAddr() (string, error) {
 // round), then waits until its state has applied the commit index it saw.
 // It fails with ErrNotLeader on followers.
 func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error) {
-	if n.raft.State() != raft.Leader || n.readyTerm.Load() != n.raft.CurrentTerm() {
-		return nil, 0, ErrNotLeader
+	if err := n.waitEstablished(ctx); err != nil {
+		return nil, 0, err
 	}
 	readIndex := n.raft.CommitIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
@@ -102,6 +102,29 @@ func (n *Node) WaitForLeader(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitEstablished waits (briefly) while this node leads but has not yet
+// applied its first entry of the term; a node that does not lead fails
+// at once with ErrNotLeader.
+func (n *Node) waitEstablished(ctx context.Context) error {
+	deadline := time.Now().Add(n.cfg.ElectionTimeout + n.cfg.HeartbeatTimeout)
+	for {
+		if n.raft.State() != raft.Leader {
+			return ErrNotLeader
+		}
+		if n.readyTerm.Load() == n.raft.CurrentTerm() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: leader has not established its term yet", ErrNotLeader)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

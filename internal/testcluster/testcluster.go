@@ -53,18 +53,10 @@ func Start(t testing.TB, n int, opts Options) []*Node {
 	nodes := make([]*Node, n)
 	var join []string
 	for i := range nodes {
-		nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait}
-		nd.cfg = cluster.Config{NodeID: fmt.Sprintf("node%d", i+1), DataDir: nd.Dir,
-			RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: n,
-			StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
-			ElectionTimeout: opts.Heartbeat, Logger: logger(opts.Verbose)}
-		if err := nd.start(); err != nil {
-			t.Fatalf("start node%d: %v", i+1, err)
-		}
+		nodes[i] = newNode(t, fmt.Sprintf("node%d", i+1), n, join, opts)
 		if i == 0 {
-			join = []string{nd.GossipAddr()}
+			join = []string{nodes[0].GossipAddr()}
 		}
-		nodes[i] = nd
 	}
 	t.Cleanup(func() {
 		for _, nd := range nodes {
@@ -73,6 +65,34 @@ func Start(t testing.TB, n int, opts Options) []*Node {
 	})
 	WaitReady(t, nodes...)
 	return nodes
+}
+
+// Add starts one more node, with a new id, that joins the given cluster
+// through gossip; bootstrapExpect is what the cluster was started with.
+func Add(t testing.TB, nodes []*Node, id string, bootstrapExpect int, opts Options) *Node {
+	t.Helper()
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = 500 * time.Millisecond
+	}
+	if opts.LeaderWait == 0 {
+		opts.LeaderWait = time.Second
+	}
+	nd := newNode(t, id, bootstrapExpect, []string{nodes[0].GossipAddr()}, opts)
+	t.Cleanup(nd.Stop)
+	return nd
+}
+
+func newNode(t testing.TB, id string, expect int, join []string, opts Options) *Node {
+	t.Helper()
+	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait}
+	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
+		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
+		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
+		ElectionTimeout: opts.Heartbeat, Logger: logger(opts.Verbose)}
+	if err := nd.start(); err != nil {
+		t.Fatalf("start %s: %v", id, err)
+	}
+	return nd
 }
 
 func logger(verbose bool) *slog.Logger {
