@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -67,17 +68,36 @@ func jsonTypeName(kind string) string {
 	return kind
 }
 
-// checkName validates a catalog, schema or table name as Unity Catalog does.
+// checkName validates a catalog, schema or table name as Unity Catalog
+// does: letters, digits, '_', '@' and '-' only, at most 255 characters.
 func checkName(name string) error {
 	if len(name) > 255 {
 		return invalid("Name cannot be longer than 255 characters")
 	}
 	for _, r := range name {
-		if r == '.' || r == ' ' || r == '/' || unicode.IsControl(r) {
+		ok := r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '@' || r == '-')
+		if !ok {
 			return invalid("Name cannot contain a period, space, forward-slash, or control characters")
 		}
 	}
 	return nil
+}
+
+// unescapeParams decodes percent-encoded path parameters (clients encode
+// '@' as %40), so handlers always see names as they were created.
+func unescapeParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		vals := c.ParamValues()
+		for i, v := range vals {
+			u, err := url.PathUnescape(v)
+			if err != nil {
+				return invalid("Invalid path parameter %q: %v", v, err)
+			}
+			vals[i] = u
+		}
+		c.SetParamValues(vals...)
+		return next(c)
+	}
 }
 
 // requiredName checks a required name field.

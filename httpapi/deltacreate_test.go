@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -282,6 +283,133 @@ func TestDeltaCreateTable(t *testing.T) {
 		}
 	})
 
+	t.Run("location forms", func(t *testing.T) {
+		a := a.with(t)
+		cat, sch := a.newSchema()
+		stg := a.stage(cat, sch, "single_slash")
+		body := managedBody(t, stg, "single_slash")
+		body["location"] = strings.Replace(str(t, stg["location"]), "file:///", "file:/", 1)
+		res := a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), body).obj(t)
+		if dig(res, "metadata", "location") != stg["location"] {
+			t.Fatalf("location %v, want %v", dig(res, "metadata", "location"), stg["location"])
+		}
+		stg = a.stage(cat, sch, "bare_path")
+		body = managedBody(t, stg, "bare_path")
+		body["location"] = strings.TrimPrefix(str(t, stg["location"]), "file://")
+		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), body)
+	})
+
+	t.Run("uniform at create", func(t *testing.T) { // case 28
+		a := a.with(t)
+		cat, sch := a.newSchema()
+		stg := a.stage(cat, sch, "uni")
+		loc := str(t, stg["location"])
+		const formats = "delta.universalFormat.enabledFormats"
+		iceberg := func(ml string, v int64) map[string]any {
+			return map[string]any{"iceberg": map[string]any{"metadata-location": ml, "converted-delta-version": v, "converted-delta-timestamp": 1700000000007}}
+		}
+		cases := []struct {
+			mut  func(b map[string]any)
+			want string
+		}{
+			{func(b map[string]any) { b["properties"].(map[string]any)[formats] = "iceberg" }, formats},
+			{func(b map[string]any) { b["uniform"] = iceberg(loc+"/metadata/v1.json", 0) }, formats},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				b["uniform"] = map[string]any{}
+			}, "uniform.iceberg"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				u := iceberg(loc+"/metadata/v1.json", 0)
+				delete(u["iceberg"].(map[string]any), "metadata-location")
+				b["uniform"] = u
+			}, "metadata-location"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				u := iceberg(loc+"/metadata/v1.json", 0)
+				delete(u["iceberg"].(map[string]any), "converted-delta-version")
+				b["uniform"] = u
+			}, "converted-delta-version is required"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				u := iceberg(loc+"/metadata/v1.json", 0)
+				delete(u["iceberg"].(map[string]any), "converted-delta-timestamp")
+				b["uniform"] = u
+			}, "converted-delta-timestamp is required"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				b["uniform"] = iceberg("s3://elsewhere/metadata/v1.json", 0)
+			}, "must be a subpath"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				b["uniform"] = iceberg(loc+"/metadata/v1.json", 5)
+			}, "must be 0 or 1"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				u := iceberg(loc+"/metadata/v1.json", 0)
+				u["iceberg"].(map[string]any)["base-converted-delta-version"] = 0
+				b["uniform"] = u
+			}, "base-converted-delta-version must not be set at create time"},
+			{func(b map[string]any) {
+				b["properties"].(map[string]any)[formats] = "iceberg"
+				b["uniform"] = iceberg(loc+"/"+strings.Repeat("m", 70000), 0)
+			}, "exceeds the maximum allowed"},
+		}
+		for i, tc := range cases {
+			body := managedBody(t, stg, "uni")
+			tc.mut(body)
+			r := a.do(http.MethodPost, tablesPath(cat, sch), body)
+			if r.status != 400 {
+				t.Fatalf("case %d: status %d: %.300s", i, r.status, r.raw)
+			}
+			deltaErr(t, r, 400, "InvalidParameterValueException", tc.want)
+		}
+		for i, v := range []int64{0, 1} {
+			name := "uni" + strconv.Itoa(i)
+			stg := a.stage(cat, sch, name)
+			loc := str(t, stg["location"])
+			body := managedBody(t, stg, name)
+			body["properties"].(map[string]any)[formats] = "iceberg"
+			body["uniform"] = iceberg(loc+"/metadata/v1.json", v)
+			res := a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), body).obj(t)
+			if dig(res, "uniform", "iceberg", "metadata-location") != loc+"/metadata/v1.json" ||
+				num(t, dig(res, "uniform", "iceberg", "converted-delta-version")) != v ||
+				num(t, dig(res, "uniform", "iceberg", "converted-delta-timestamp")) != 1700000000007 {
+				t.Fatalf("uniform echoed as %v", res["uniform"])
+			}
+		}
+	})
+
+	t.Run("containers renamed with their tables", func(t *testing.T) {
+		a := a.with(t)
+		cat := uniq("mv")
+		a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": cat})
+		a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/schemas", map[string]any{"name": "s", "catalog_name": cat})
+		created := a.createManaged(cat, "s", "t")
+		m := &managedTable{a: a, cat: cat, sch: "s", tbl: "t", uuid: str(t, dig(created, "metadata", "table-uuid"))}
+		m.mustUpdate("", commit(1))
+
+		a.ok(http.StatusOK, http.MethodPatch, apiPrefix+"/schemas/"+cat+".s", map[string]any{"new_name": "s2"})
+		deltaErr(t, a.do(http.MethodGet, tablePath(cat, "s", "t"), nil), 404, "NoSuchSchemaException")
+		m.sch = "s2"
+		if load := m.load(); dig(load, "metadata", "table-uuid") != m.uuid || !slices.Equal(commitVersions(t, load), []int64{1}) {
+			t.Fatalf("table after schema rename = %v", load)
+		}
+
+		cat2 := uniq("mv")
+		a.ok(http.StatusOK, http.MethodPatch, apiPrefix+"/catalogs/"+cat, map[string]any{"new_name": cat2})
+		deltaErr(t, a.do(http.MethodGet, tablePath(cat, "s2", "t"), nil), 404, "NoSuchCatalogException")
+		m.cat = cat2
+		m.mustUpdate("", commit(2))
+		if load := m.load(); !slices.Equal(commitVersions(t, load), []int64{2, 1}) {
+			t.Fatalf("commits after catalog rename = %v", commitVersions(t, load))
+		}
+		info := a.ok(http.StatusOK, http.MethodGet, apiPrefix+"/tables/"+cat2+".s2.t", nil).obj(t)
+		if info["catalog_name"] != cat2 || info["schema_name"] != "s2" || info["table_id"] != m.uuid {
+			t.Fatalf("UC table after renames = %v", info)
+		}
+	})
+
 	t.Run("namespace errors", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()
@@ -438,7 +566,9 @@ func TestDeltaCreateTable(t *testing.T) {
 				"InvalidParameterValueException", "New table name is required")
 		}
 		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "a.b"}), 400, "InvalidParameterValueException", "period")
-		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "nope")+"/rename", map[string]any{"new-name": "r_taken"}), 404, "NoSuchTableException", "Table not found")
+		for _, target := range []string{"r_taken", "nope", "unused"} {
+			deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "nope")+"/rename", map[string]any{"new-name": target}), 404, "NoSuchTableException", "Table not found")
+		}
 		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "r_taken"}), 409, "AlreadyExistsException", "already exists")
 
 		a.ok(http.StatusNoContent, http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "r1"})

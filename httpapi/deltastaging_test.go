@@ -233,6 +233,43 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		deltaErr(t, a.do(http.MethodGet, deltaPrefix+"/staging-tables/"+extID+"/credentials", nil), 404, "NoSuchTableException", "Staging table not found")
 	})
 
+	t.Run("managed roots", func(t *testing.T) { // §5.4
+		a := a.with(t)
+		root := "file://" + t.TempDir()
+		cat := uniq("rooted")
+		c := a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": cat, "storage_root": root + "/c/"}).obj(t)
+		catLoc := root + "/c/__unitystorage/catalogs/" + str(t, c["id"])
+		if c["storage_root"] != root+"/c" || c["storage_location"] != catLoc {
+			t.Fatalf("catalog storage_root %v storage_location %v, want %s", c["storage_root"], c["storage_location"], catLoc)
+		}
+		a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/schemas", map[string]any{"name": "plain", "catalog_name": cat})
+		stg := a.stage(cat, "plain", "t")
+		if want := catLoc + "/tables/" + str(t, stg["table-id"]); stg["location"] != want {
+			t.Fatalf("staging location %v, want %s", stg["location"], want)
+		}
+		s := a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/schemas", map[string]any{"name": "own", "catalog_name": cat, "storage_root": root + "/s"}).obj(t)
+		schLoc := root + "/s/__unitystorage/schemas/" + str(t, s["schema_id"])
+		if s["storage_location"] != schLoc {
+			t.Fatalf("schema storage_location %v, want %s", s["storage_location"], schLoc)
+		}
+		stg = a.stage(cat, "own", "t")
+		if want := schLoc + "/tables/" + str(t, stg["table-id"]); stg["location"] != want {
+			t.Fatalf("staging location %v, want %s", stg["location"], want)
+		}
+		ucErr(t, a.do(http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": uniq("badroot"), "storage_root": "ftp://x/y"}), 400, "INVALID_ARGUMENT")
+	})
+
+	t.Run("staging credentials after create", func(t *testing.T) { // §2.3 quirk
+		a := a.with(t)
+		cat, sch := a.newSchema()
+		created := a.createManaged(cat, sch, "fin")
+		id := str(t, dig(created, "metadata", "table-uuid"))
+		r := a.ok(http.StatusOK, http.MethodGet, deltaPrefix+"/staging-tables/"+id+"/credentials", nil)
+		if dig(r.body, "storage-credentials", 0, "prefix") != dig(created, "metadata", "location") {
+			t.Fatalf("credentials after create = %s", r.raw)
+		}
+	})
+
 	t.Run("table credentials", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()

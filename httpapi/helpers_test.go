@@ -209,6 +209,9 @@ func objOf(t testing.TB, v any) map[string]any {
 
 func strs(t testing.TB, v any) []string {
 	t.Helper()
+	if s, ok := v.([]string); ok {
+		return slices.Clone(s)
+	}
 	var out []string
 	for _, e := range arr(t, v) {
 		out = append(out, str(t, e))
@@ -239,6 +242,9 @@ func deltaErr(t testing.TB, r reply, status int, typ string, want ...string) str
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.raw)
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type %q, want application/json", ct)
 	}
 	top := r.obj(t)
 	if got := keys(top); !slices.Equal(got, []string{"error"}) {
@@ -476,4 +482,11 @@ func commitVersions(t testing.TB, load map[string]any) []int64 {
 func latest(t testing.TB, load map[string]any) int64 {
 	t.Helper()
 	return num(t, load["latest-table-version"])
+}
+
+// with returns the same table with failures reported to another test.
+func (m *managedTable) with(t testing.TB) *managedTable {
+	c := *m
+	c.a = m.a.with(t)
+	return &c
 }

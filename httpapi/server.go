@@ -72,7 +72,7 @@ func New(c Cluster, cfg Config) *Server {
 	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit)
 
 	s.registerAdmin(s.e)
-	api := s.e.Group("/api/2.1/unity-catalog", s.routeToLeader)
+	api := s.e.Group("/api/2.1/unity-catalog", s.routeToLeader, unescapeParams)
 	s.registerUC(api)
 	s.registerDelta(api.Group("/delta/v1"))
 	return s
