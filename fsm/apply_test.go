@@ -529,6 +529,8 @@ func TestCreateManaged(t *testing.T) {
 	c.Properties[fsm.PropLastUpdate] = "17"
 	c.Properties[fsm.PropLastCommitTs] = "18"
 	c.Properties["user.key"] = "kept"
+	// A feature key the protocol does not declare stays: derived keys are an overlay.
+	c.Properties[fsm.PropFeaturePrefix+"clientOnly"] = "supported"
 	res := e.changed(c)
 	tb := res.Table
 	idx := e.lastIndex()
@@ -554,6 +556,7 @@ func TestCreateManaged(t *testing.T) {
 	}
 	want := managedProps(st.ID)
 	want["user.key"] = "kept"
+	want[fsm.PropFeaturePrefix+"clientOnly"] = "supported"
 	want[fsm.PropMinReader] = "3"
 	want[fsm.PropMinWriter] = "7"
 	for _, k := range featureKeysOf(c.Protocol) {
@@ -741,5 +744,60 @@ func TestErrorCodeNames(t *testing.T) {
 	b, _ := json.Marshal(err)
 	if string(b) != `{"code":8,"message":"x 1"}` {
 		t.Fatalf("error JSON = %s", b)
+	}
+}
+
+func TestListingPages(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"b", "a", "a1", "a10"} {
+		e.createCatalog(n, "")
+	}
+	e.createSchema("a", "s", "")
+	e.createSchema("a", "s1", "")
+	for _, n := range []string{"t10", "t", "t1", "u"} {
+		e.createExternal("a", "s", n)
+	}
+	e.createExternal("a", "s1", "z")
+	names := func(n int, name func(int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = name(i)
+		}
+		return out
+	}
+	st := e.m.State()
+	cats := func(after string, limit int) []string {
+		cs := st.Catalogs(after, limit)
+		return names(len(cs), func(i int) string { return cs[i].Name })
+	}
+	tables := func(sch, after string, limit int) []string {
+		ts := st.Tables("a", sch, after, limit)
+		return names(len(ts), func(i int) string { return ts[i].Name })
+	}
+	cases := []struct {
+		got, want []string
+	}{
+		{cats("", 0), []string{"a", "a1", "a10", "b", "unity"}},
+		{cats("", 2), []string{"a", "a1"}},
+		{cats("a1", 2), []string{"a10", "b"}},
+		{cats("a", 0), []string{"a1", "a10", "b", "unity"}},
+		{cats("unity", 0), []string{}},
+		{cats("c", 1), []string{"unity"}},
+		{tables("s", "", 0), []string{"t", "t1", "t10", "u"}},
+		{tables("s", "t", 2), []string{"t1", "t10"}},
+		{tables("s", "t10", 0), []string{"u"}},
+		{tables("s1", "", 0), []string{"z"}},
+		{tables("nope", "", 0), []string{}},
+	}
+	for i, tc := range cases {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Fatalf("case %d: got %v, want %v", i, tc.got, tc.want)
+		}
+	}
+	if got := st.Schemas("a", "s", 0); len(got) != 1 || got[0].Name != "s1" {
+		t.Fatalf("Schemas(a, after s) = %v", got)
+	}
+	if got := st.Schemas("a1", "", 0); len(got) != 0 {
+		t.Fatalf("Schemas(a1) = %v", got)
 	}
 }

@@ -63,12 +63,12 @@ func Decode(b []byte) (Command, error) {
 		return nil, fmt.Errorf("command too short (%d bytes)", len(b))
 	}
 	t, ver := CommandType(b[0]), b[1]
-	if ver != payloadVersion {
-		return nil, fmt.Errorf("command type %d: unsupported payload version %d", t, ver)
-	}
 	newCmd, ok := commandFactories[t]
 	if !ok {
 		return nil, ErrUnknownCommand{Type: t}
+	}
+	if ver != payloadVersion {
+		return nil, fmt.Errorf("command type %d: unsupported payload version %d", t, ver)
 	}
 	c := newCmd()
 	if err := json.Unmarshal(b[2:], c); err != nil {

@@ -109,11 +109,15 @@ func protocolFromProperties(props map[string]string) (writerFeatures []string) {
 	return writerFeatures
 }
 
-// applyProtocol replaces the protocol-derived properties.
-func applyProtocol(props map[string]string, p Protocol) {
-	for k := range props {
-		if strings.HasPrefix(k, PropFeaturePrefix) {
-			delete(props, k)
+// applyProtocol writes the protocol-derived properties. replace drops
+// every feature key first (set-protocol is a full replacement); at create
+// the derived keys are an overlay on what the client sent.
+func applyProtocol(props map[string]string, p Protocol, replace bool) {
+	if replace {
+		for k := range props {
+			if strings.HasPrefix(k, PropFeaturePrefix) {
+				delete(props, k)
+			}
 		}
 	}
 	props[PropMinReader] = strconv.Itoa(p.MinReaderVersion)

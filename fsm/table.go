@@ -63,7 +63,7 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 	if tb.Properties == nil {
 		tb.Properties = map[string]string{}
 	}
-	applyProtocol(tb.Properties, c.Protocol)
+	applyProtocol(tb.Properties, c.Protocol, false)
 	applyDomainMetadata(tb.Properties, c.DomainMetadata)
 	tb.Properties[PropLastCommitTs] = strconv.FormatInt(c.LastCommitTimestampMs, 10)
 	tb.Properties[PropLastUpdate] = "0"

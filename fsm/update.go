@@ -67,7 +67,7 @@ func applyMetadataActions(tb *Table, c *UpdateTable) *Error {
 		}
 	}
 	if c.SetProtocol != nil {
-		applyProtocol(tb.Properties, *c.SetProtocol)
+		applyProtocol(tb.Properties, *c.SetProtocol, true)
 	}
 	if c.SetProperties != nil {
 		for k, v := range *c.SetProperties {
