@@ -213,6 +213,10 @@ type CreateTable struct {
 	Uniform               *IcebergUniform   `json:"uniform,omitempty"`
 	Comment               *string           `json:"comment,omitempty"`
 	LastCommitTimestampMs int64             `json:"last_commit_timestamp_ms"`
+	// PlainProperties stores Properties exactly as given, without the keys
+	// the Delta API derives from protocol, domains and commit timestamp
+	// (tables registered through UC REST).
+	PlainProperties bool `json:"plain_properties,omitempty"`
 }
 
 // Purged-version replay verdicts, decided by reading storage before proposing.

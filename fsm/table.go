@@ -46,6 +46,11 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
 		return failed(Errf(CodeTableExists, "Table already exists: %s.%s.%s", c.CatalogName, c.SchemaName, c.Name))
 	}
+	if c.TableType == TableExternal {
+		if err := t.checkOutsideManagedStorage(c.Location); err != nil {
+			return failed(err)
+		}
+	}
 	id := c.ID
 	if c.TableType == TableManaged {
 		st, err := t.claimStaging(c)
@@ -63,10 +68,12 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 	if tb.Properties == nil {
 		tb.Properties = map[string]string{}
 	}
-	applyProtocol(tb.Properties, c.Protocol, false)
-	applyDomainMetadata(tb.Properties, c.DomainMetadata)
-	tb.Properties[PropLastCommitTs] = strconv.FormatInt(c.LastCommitTimestampMs, 10)
-	tb.Properties[PropLastUpdate] = "0"
+	if !c.PlainProperties {
+		applyProtocol(tb.Properties, c.Protocol, false)
+		applyDomainMetadata(tb.Properties, c.DomainMetadata)
+		tb.Properties[PropLastCommitTs] = strconv.FormatInt(c.LastCommitTimestampMs, 10)
+		tb.Properties[PropLastUpdate] = "0"
+	}
 	t.putTable(tb)
 	return Result{Table: tb}
 }
@@ -125,4 +132,17 @@ func applyRenameTable(t *tx, index uint64, c *RenameTable) Result {
 	t.tables.Delete(tableKey(c.CatalogName, c.SchemaName, c.Name))
 	t.putTable(tb)
 	return Result{Table: tb}
+}
+
+// checkOutsideManagedStorage refuses an external location that contains
+// the metastore's managed storage.
+func (t *tx) checkOutsideManagedStorage(loc string) *Error {
+	if t.meta == nil || t.meta.StorageRoot == "" {
+		return nil
+	}
+	managed := strings.TrimRight(t.meta.StorageRoot, "/") + "/" + unityStorage
+	if managed == loc || strings.HasPrefix(managed, strings.TrimRight(loc, "/")+"/") {
+		return Invalidf("External table storage location '%s' must not contain the managed storage location '%s'.", loc, managed)
+	}
+	return nil
 }

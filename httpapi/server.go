@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -69,6 +70,7 @@ func New(c Cluster, cfg Config) *Server {
 	s.proxy = newLeaderProxy(s)
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
+	s.e.JSONSerializer = plainJSON{}
 	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit)
 
 	s.registerAdmin(s.e)
@@ -106,4 +108,17 @@ func (s *Server) requestLog() echo.MiddlewareFunc {
 			return nil
 		},
 	})
+}
+
+// plainJSON writes JSON without HTML escaping ('<' stays '<', as in
+// "array<string>"), which is what catalog clients expect.
+type plainJSON struct{ echo.DefaultJSONSerializer }
+
+func (plainJSON) Serialize(c echo.Context, i any, indent string) error {
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	return enc.Encode(i)
 }

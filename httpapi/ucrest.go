@@ -27,6 +27,7 @@ func (s *Server) registerUC(g *echo.Group) {
 	g.GET("/schemas/:full_name", s.getSchema)
 	g.PATCH("/schemas/:full_name", s.updateSchema)
 	g.DELETE("/schemas/:full_name", s.deleteSchema)
+	g.POST("/tables", s.createTableUC)
 	g.GET("/tables", s.listTables)
 	g.GET("/tables/:full_name", s.getTable)
 	g.DELETE("/tables/:full_name", s.deleteTableUC)

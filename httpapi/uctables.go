@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/deltaschema"
+	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/storage"
+)
+
+// dataSourceFormats are the formats UC REST accepts for registered tables.
+var dataSourceFormats = []string{"DELTA", "CSV", "JSON", "AVRO", "PARQUET", "ORC", "TEXT"}
+
+type ucColumn struct {
+	Name           *string `json:"name"`
+	TypeJSON       *string `json:"type_json"`
+	Position       *int    `json:"position"`
+	Comment        *string `json:"comment"`
+	Nullable       *bool   `json:"nullable"`
+	PartitionIndex *int    `json:"partition_index"`
+}
+
+type ucCreateTable struct {
+	Name             *string           `json:"name"`
+	CatalogName      *string           `json:"catalog_name"`
+	SchemaName       *string           `json:"schema_name"`
+	TableType        string            `json:"table_type"`
+	DataSourceFormat string            `json:"data_source_format"`
+	Columns          []ucColumn        `json:"columns"`
+	StorageLocation  string            `json:"storage_location"`
+	Comment          *string           `json:"comment"`
+	Properties       map[string]string `json:"properties"`
+}
+
+// createTableUC registers an EXTERNAL table of any format through UC REST.
+// MANAGED tables are created through the Delta API, which owns their
+// commit protocol.
+func (s *Server) createTableUC(c echo.Context) error {
+	var req ucCreateTable
+	if _, err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	cmd, err := buildUCCreate(&req)
+	if err != nil {
+		return err
+	}
+	cmd.Stamp, cmd.ID = stamp(c), uuid.NewString()
+	res, err := s.propose(c, cmd)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toTableInfo(res.Table))
+}
+
+func buildUCCreate(req *ucCreateTable) (*fsm.CreateTable, error) {
+	name, err := requiredName(req.Name, "name")
+	if err != nil {
+		return nil, err
+	}
+	catalog, err := requiredName(req.CatalogName, "catalog_name")
+	if err != nil {
+		return nil, err
+	}
+	schema, err := requiredName(req.SchemaName, "schema_name")
+	if err != nil {
+		return nil, err
+	}
+	switch req.TableType {
+	case fsm.TableExternal:
+	case fsm.TableManaged:
+		return nil, invalid("MANAGED tables are created through the Delta API: POST %s/catalogs/%s/schemas/%s/tables", deltaPrefix, catalog, schema)
+	default:
+		return nil, invalid("table_type must be EXTERNAL, got '%s'.", req.TableType)
+	}
+	format := strings.ToUpper(req.DataSourceFormat)
+	if !slices.Contains(dataSourceFormats, format) {
+		return nil, invalid("data_source_format must be one of %v, got '%s'.", dataSourceFormats, req.DataSourceFormat)
+	}
+	if strings.TrimSpace(req.StorageLocation) == "" {
+		return nil, invalid("storage_location is required for EXTERNAL tables.")
+	}
+	loc, err := storage.Normalize(req.StorageLocation)
+	if err != nil {
+		return nil, invalid("Invalid storage_location: %v", err)
+	}
+	if err := checkExternalLocation(loc); err != nil {
+		return nil, err
+	}
+	cols, partitions, err := ucColumns(req.Columns)
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.CreateTable{CatalogName: catalog, SchemaName: schema, Name: name, Format: format,
+		TableType: fsm.TableExternal, Location: loc, Columns: fsm.ColumnsSpec{Columns: cols.Canonical(), Names: cols.TopLevelNames()},
+		PartitionColumns: partitions, Properties: req.Properties, Comment: req.Comment, PlainProperties: true}, nil
+}
+
+// ucColumns turns UC REST columns (each carrying its Spark StructField
+// JSON in type_json) into a struct type and the partition columns in
+// partition_index order.
+func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
+	cols := slices.Clone(in)
+	slices.SortStableFunc(cols, func(a, b ucColumn) int { return deref(a.Position) - deref(b.Position) })
+	fields := make([]json.RawMessage, 0, len(cols))
+	type part struct {
+		name  string
+		index int
+	}
+	var parts []part
+	for i, col := range cols {
+		if col.Name == nil || *col.Name == "" {
+			return nil, nil, invalid("columns[%d].name is required.", i)
+		}
+		if col.TypeJSON == nil || *col.TypeJSON == "" {
+			return nil, nil, invalid("columns[%d].type_json is required.", i)
+		}
+		fields = append(fields, json.RawMessage(*col.TypeJSON))
+		if col.PartitionIndex != nil {
+			parts = append(parts, part{*col.Name, *col.PartitionIndex})
+		}
+	}
+	schemaString, _ := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	st, err := deltaschema.ParseSchemaString(string(schemaString))
+	if err != nil {
+		return nil, nil, invalid("Invalid columns: %v", err)
+	}
+	slices.SortStableFunc(parts, func(a, b part) int { return a.index - b.index })
+	partitions := make([]string, len(parts))
+	for i, p := range parts {
+		partitions[i] = p.name
+	}
+	return st, partitions, nil
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
