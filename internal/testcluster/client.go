@@ -62,3 +62,6 @@ func Do(t testing.TB, method, url string, body any, headers ...string) Response 
 	}
 	return out
 }
+
+// Text is the raw body as a string.
+func (r Response) Text() string { return string(r.Raw) }
