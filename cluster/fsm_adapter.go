@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -23,13 +24,16 @@ type machineFSM struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
+	state   *fsm.State // the state as of applied: the pair is always consistent
 	applied uint64
 	term    uint64
 	changed chan struct{} // closed and replaced whenever applied advances
+
+	restores atomic.Uint64 // snapshots restored since start (InstallSnapshot, backups)
 }
 
 func newMachineFSM(m *fsm.Machine, log *slog.Logger) *machineFSM {
-	return &machineFSM{m: m, log: log, changed: make(chan struct{})}
+	return &machineFSM{m: m, log: log, state: m.State(), changed: make(chan struct{})}
 }
 
 var _ raft.BatchingFSM = (*machineFSM)(nil)
@@ -63,6 +67,7 @@ func (f *machineFSM) ApplyBatch(logs []*raft.Log) []any {
 func (f *machineFSM) advance(index, term uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.state = f.m.State()
 	if index > f.applied {
 		f.applied, f.term = index, term
 		close(f.changed)
@@ -75,6 +80,13 @@ func (f *machineFSM) Applied() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.applied
+}
+
+// View returns the state together with the index it reflects.
+func (f *machineFSM) View() (*fsm.State, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state, f.applied
 }
 
 // WaitApplied blocks until the state reflects index, or ctx ends.
@@ -98,9 +110,8 @@ func (f *machineFSM) WaitApplied(ctx context.Context, index uint64) error {
 // block Apply.
 func (f *machineFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
-	idx, term := f.applied, f.term
-	f.mu.Unlock()
-	return &stateSnapshot{state: f.m.State(), index: idx, term: term}, nil
+	defer f.mu.Unlock()
+	return &stateSnapshot{state: f.state, index: f.applied, term: f.term}, nil
 }
 
 // Restore replaces the whole state with a snapshot's.
@@ -112,9 +123,10 @@ func (f *machineFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.m.Replace(st)
 	f.mu.Lock()
-	f.applied, f.term = 0, 0
+	f.applied, f.term = 0, 0 // the restored state may be older than the one it replaces
 	f.mu.Unlock()
 	f.advance(hdr.Index, hdr.Term)
+	f.restores.Add(1)
 	f.log.Info("restored state from snapshot", "index", hdr.Index, "term", hdr.Term)
 	return nil
 }

@@ -28,6 +28,12 @@ type nodeMeta struct {
 	// Bootstrapped is set once the node belongs to a formed cluster; a new
 	// node that sees one never bootstraps a cluster of its own.
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// Boot identifies this process start: a node removed from the cluster
+	// is not re-added by the leader until it restarts.
+	Boot string `json:"boot"`
+	// Leaving is gossiped just before a graceful leave, so peers can tell
+	// a node that left from one that failed.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // Gossip status of a member.
@@ -72,23 +78,26 @@ func (g *gossip) GetBroadcasts(int, int) [][]byte { return nil }
 func (g *gossip) LocalState(bool) []byte          { return nil }
 func (g *gossip) MergeRemoteState([]byte, bool)   {}
 
-func (g *gossip) NotifyJoin(n *memberlist.Node)   { g.record(n) }
-func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.record(n) }
-func (g *gossip) NotifyLeave(n *memberlist.Node)  { g.record(n) }
+func (g *gossip) NotifyJoin(n *memberlist.Node)   { g.record(n, false) }
+func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.record(n, false) }
+func (g *gossip) NotifyLeave(n *memberlist.Node)  { g.record(n, true) }
 
-func (g *gossip) record(n *memberlist.Node) {
+// record stores what gossip says of a node. memberlist does not update
+// the State of the Node it passes to NotifyLeave, so a departure is told
+// apart by the Leaving flag the node gossiped before it left.
+func (g *gossip) record(n *memberlist.Node, gone bool) {
 	var meta nodeMeta
 	if err := json.Unmarshal(n.Meta, &meta); err != nil || meta.ID == "" {
 		return // not a raftcat node
 	}
 	status := StatusAlive
-	switch n.State {
-	case memberlist.StateSuspect:
-		status = StatusSuspect
-	case memberlist.StateDead:
-		status = StatusFailed
-	case memberlist.StateLeft:
+	switch {
+	case gone && meta.Leaving:
 		status = StatusLeft
+	case gone:
+		status = StatusFailed
+	case n.State == memberlist.StateSuspect:
+		status = StatusSuspect
 	}
 	g.mu.Lock()
 	g.nodes[meta.ID] = member{meta: meta, status: status, addr: n.Address()}
@@ -109,6 +118,13 @@ func (g *gossip) markBootstrapped() bool {
 	}
 	g.local.Bootstrapped = true
 	return true
+}
+
+// markLeaving records that this node is about to leave gossip.
+func (g *gossip) markLeaving() {
+	g.mu.Lock()
+	g.local.Leaving = true
+	g.mu.Unlock()
 }
 
 // get returns a member by node id.

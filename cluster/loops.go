@@ -162,7 +162,7 @@ func (n *Node) reconcile() {
 	}
 	for _, m := range n.gossip.members() {
 		id := raft.ServerID(m.meta.ID)
-		if m.status != StatusAlive {
+		if m.status != StatusAlive || n.wasRemoved(m.meta.Boot) {
 			continue
 		}
 		if addr, ok := known[id]; ok && addr == raft.ServerAddress(m.meta.RaftAddr) {

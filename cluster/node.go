@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
@@ -34,6 +35,15 @@ type Node struct {
 	// gossipAddr is read once: memberlist mutates its local node in place.
 	gossipAddr string
 
+	// removed holds the boot ids of nodes this leader removed, so that
+	// reconcile does not add them back while that process still runs.
+	removedMu sync.Mutex
+	removed   map[string]bool
+	// done is closed when the node has stopped for good: shut down, or
+	// removed from the cluster (it then leaves gossip by itself).
+	done     chan struct{}
+	doneOnce sync.Once
+
 	// readyTerm is the term in which this node, as leader, has applied its
 	// own first entry; linearizable reads are served only from then on.
 	readyTerm atomic.Uint64
@@ -49,7 +59,8 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), machine: fsm.NewMachine(), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), machine: fsm.NewMachine(), stop: make(chan struct{}),
+		removed: map[string]bool{}, done: make(chan struct{})}
 	n.fsm = newMachineFSM(n.machine, cfg.Logger.With("component", "fsm"))
 	if err := n.openRaft(); err != nil {
 		n.closeStores()
@@ -63,6 +74,7 @@ func Open(cfg Config) (*Node, error) {
 	n.start(n.bootstrapLoop)
 	n.start(n.joinLoop)
 	n.start(n.leaderLoop)
+	n.start(n.removalWatch)
 	n.log.Info("node started", "node_id", cfg.NodeID, "raft_addr", n.RaftAddr(), "gossip_addr", n.GossipAddr(),
 		"bootstrap_expect", cfg.BootstrapExpect, "data_dir", cfg.DataDir)
 	return n, nil
@@ -154,7 +166,7 @@ func (n *Node) openGossip() error {
 	}
 	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
 	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
-		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version})
+		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString()})
 	mc.Delegate, mc.Events = n.gossip, n.gossip
 	n.ml, err = memberlist.Create(mc)
 	if err != nil {
@@ -175,7 +187,7 @@ func (n *Node) GossipAddr() string { return n.gossipAddr }
 func (n *Node) ID() string { return n.cfg.NodeID }
 
 // State returns the current (local, possibly stale) catalog state.
-func (n *Node) State() *fsm.State { return n.machine.State() }
+func (n *Node) State() *fsm.State { st, _ := n.fsm.View(); return st }
 
 // Shutdown leaves gossip and stops raft, closing its stores.
 func (n *Node) Shutdown() error {
@@ -190,6 +202,7 @@ func (n *Node) Shutdown() error {
 		err = n.raft.Shutdown().Error()
 		n.closeStores()
 		n.log.Info("node stopped")
+		n.doneOnce.Do(func() { close(n.done) })
 	})
 	return err
 }

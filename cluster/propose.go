@@ -86,11 +86,12 @@ func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error
 	if err := n.fsm.WaitApplied(ctx, readIndex); err != nil {
 		return nil, 0, err
 	}
-	return n.machine.State(), n.fsm.Applied(), nil
+	st, idx := n.fsm.View()
+	return st, idx, nil
 }
 
 // StaleState returns this node's local state without any coordination.
-func (n *Node) StaleState() (*fsm.State, uint64) { return n.machine.State(), n.fsm.Applied() }
+func (n *Node) StaleState() (*fsm.State, uint64) { return n.fsm.View() }
 
 // WaitForLeader blocks until some leader is known or ctx ends.
 func (n *Node) WaitForLeader(ctx context.Context) error {

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"strconv"
+
 	"github.com/hashicorp/raft"
 )
 
@@ -16,15 +18,32 @@ type Member struct {
 
 // Status is a node's view of the cluster.
 type Status struct {
-	NodeID       string   `json:"node_id"`
-	State        string   `json:"state"`
-	LeaderID     string   `json:"leader_id"`
-	LeaderHTTP   string   `json:"leader_http_addr,omitempty"`
-	Term         uint64   `json:"term"`
-	CommitIndex  uint64   `json:"commit_index"`
-	AppliedIndex uint64   `json:"applied_index"`
-	LastIndex    uint64   `json:"last_index"`
-	Members      []Member `json:"members"`
+	NodeID       string `json:"node_id"`
+	State        string `json:"state"`
+	LeaderID     string `json:"leader_id"`
+	LeaderHTTP   string `json:"leader_http_addr,omitempty"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	LastIndex    uint64 `json:"last_index"`
+	// LastSnapshotIndex is the index of this node's newest raft snapshot.
+	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
+	// SnapshotRestores counts snapshots restored since the process started
+	// (installed from the leader, or a backup restore).
+	SnapshotRestores uint64         `json:"snapshot_restores"`
+	Members          []Member       `json:"members"`
+	Gossip           []GossipMember `json:"gossip"`
+}
+
+// GossipMember is a node as gossip sees it, whether or not it is in the
+// raft configuration.
+type GossipMember struct {
+	ID         string `json:"id"`
+	GossipAddr string `json:"gossip_addr"`
+	RaftAddr   string `json:"raft_addr"`
+	HTTPAddr   string `json:"http_addr"`
+	Status     string `json:"status"`
+	Version    string `json:"version"`
 }
 
 // Status reports this node's raft state and the configured members.
@@ -32,7 +51,12 @@ func (n *Node) Status() Status {
 	_, leader := n.raft.LeaderWithID()
 	s := Status{NodeID: n.cfg.NodeID, State: n.raft.State().String(), LeaderID: string(leader),
 		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.fsm.Applied(),
-		LastIndex: n.raft.LastIndex(), Members: []Member{}}
+		LastIndex: n.raft.LastIndex(), SnapshotRestores: n.fsm.restores.Load(), Members: []Member{}, Gossip: []GossipMember{}}
+	s.LastSnapshotIndex, _ = strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	for _, m := range n.gossip.members() {
+		s.Gossip = append(s.Gossip, GossipMember{ID: m.meta.ID, GossipAddr: m.addr, RaftAddr: m.meta.RaftAddr,
+			HTTPAddr: m.meta.HTTPAddr, Status: m.status, Version: m.meta.Version})
+	}
 	s.LeaderHTTP, _ = n.LeaderHTTPAddr()
 	if cf := n.raft.GetConfiguration(); cf.Error() == nil {
 		for _, srv := range cf.Configuration().Servers {

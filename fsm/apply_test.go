@@ -493,6 +493,7 @@ func TestStagingLocation(t *testing.T) {
 
 func TestStagingNames(t *testing.T) {
 	e := newEnv(t)
+	// UC Delta case 11
 	a := e.stage("unity", "default", "t")
 	b := e.stage("unity", "default", "t")
 	if a.ID == b.ID || a.Location == b.Location {
@@ -505,6 +506,7 @@ func TestStagingNames(t *testing.T) {
 		}
 	}
 	e.changed(e.managedCreate(a, "t"))
+	// UC Delta case 10
 	e.fail(&fsm.CreateStagingTable{Stamp: e.st(), ID: "late", CatalogName: "unity", SchemaName: "default", Name: "t"},
 		fsm.CodeTableExists, "Table already exists: t")
 	if _, ok := e.m.State().StagingTable("late"); ok {
@@ -512,6 +514,7 @@ func TestStagingNames(t *testing.T) {
 	}
 }
 
+// Creating a MANAGED table: the stored state.
 func TestCreateManaged(t *testing.T) {
 	e := newEnv(t)
 	st := e.stage("unity", "default", "t")
@@ -520,7 +523,7 @@ func TestCreateManaged(t *testing.T) {
 	c.Comment = ptr("a comment")
 	c.PartitionColumns = []string{"id"}
 	c.DomainMetadata.ClusteringColumns = &[][]string{{"id"}, {"a", "b"}}
-	// Client values under derived keys must lose.
+	// UC Delta case 15: client values under derived keys must lose.
 	c.Properties[fsm.PropFeaturePrefix+"catalogManaged"] = "client-override"
 	c.Properties[fsm.PropClustering] = `[["wrong"]]`
 	c.Properties[fsm.PropRowIDHighWater] = "5"
@@ -535,6 +538,7 @@ func TestCreateManaged(t *testing.T) {
 	tb := res.Table
 	idx := e.lastIndex()
 
+	// UC Delta case 14
 	if tb.ID != st.ID || tb.Location != st.Location || tb.Type != fsm.TableManaged || tb.Format != fsm.FormatDelta {
 		t.Fatalf("identity = %+v, staging %+v", tb, st)
 	}
@@ -593,7 +597,9 @@ func TestCreateManagedRejects(t *testing.T) {
 		code fsm.Code
 		msg  string
 	}{
+		// UC Delta case 24
 		{"unknown location", func(e *env, c *fsm.CreateTable) { c.Location += "-x" }, fsm.CodeStagingNotFound, "Staging table not found"},
+		// UC Delta case 21
 		{"missing table id", func(e *env, c *fsm.CreateTable) { delete(c.Properties, fsm.PropTableID) }, fsm.CodeInvalid, fsm.PropTableID},
 		{"wrong table id", func(e *env, c *fsm.CreateTable) { c.Properties[fsm.PropTableID] = "tbl-other" }, fsm.CodeInvalid, fsm.PropTableID},
 		{"other caller", func(e *env, c *fsm.CreateTable) { c.Caller = "mallory" }, fsm.CodePermissionDenied, "without ownership"},
@@ -617,6 +623,7 @@ func TestCreateManagedRejects(t *testing.T) {
 	}
 }
 
+// UC Delta case 25.
 func TestCreateManagedTwiceFromOneStaging(t *testing.T) {
 	e := newEnv(t)
 	st := e.stage("unity", "default", "t")
@@ -633,6 +640,7 @@ func TestCreateManagedTwiceFromOneStaging(t *testing.T) {
 	}
 }
 
+// UC Delta case 29 (stored state).
 func TestCreateExternal(t *testing.T) {
 	e := newEnv(t)
 	c := e.externalCreate("unity", "default", "ext")
@@ -653,6 +661,7 @@ func TestCreateExternal(t *testing.T) {
 	e.fail(e.externalCreate("unity", "default", "ext"), fsm.CodeTableExists, "Table already exists")
 }
 
+// UC Delta case 34 (stored state).
 func TestRenameTable(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -689,6 +698,7 @@ func TestRenameTable(t *testing.T) {
 	e.createExternal("unity", "default", "t")
 }
 
+// UC Delta case 33 (stored state).
 func TestDeleteTable(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -712,6 +722,7 @@ func TestDeleteTable(t *testing.T) {
 	e.changed(e.addCommit(fresh, 1))
 }
 
+// UC Delta case 43: updates of a non-Delta table.
 func TestUpdateNonDeltaTable(t *testing.T) {
 	e := newEnv(t)
 	c := e.externalCreate("unity", "default", "pq")

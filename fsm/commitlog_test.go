@@ -9,7 +9,7 @@ import (
 	"github.com/raftcat/raftcat/fsm"
 )
 
-// Case 54: the first commit of a fresh table is v1, and it is data only.
+// UC Delta case 54: the first commit of a fresh table is v1, and it is data only.
 func TestFirstCommit(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -30,6 +30,7 @@ func TestFirstCommit(t *testing.T) {
 	}
 }
 
+// raftcat requires the first commit after create to be version 1.
 func TestFirstCommitMustBeOne(t *testing.T) {
 	for _, v := range []int64{0, 2, 5} {
 		e := newEnv(t)
@@ -54,14 +55,14 @@ func TestCommitBackfilledFlagIgnored(t *testing.T) {
 	wantVersions(t, e.reload(tb), 2, 1)
 }
 
-// Cases 55-58.
+// Replays, conflicts and gaps of tracked versions.
 func TestReplayConflictAndGap(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
 	e.changed(e.addCommit(tb, 1))
 	before := e.reload(tb)
 
-	// 55: identical replay of v1 is a no-op answering the current table.
+	// UC Delta case 55: identical replay of v1 is a no-op answering the current table.
 	res := e.noop(e.addCommit(tb, 1))
 	if res.Table != before {
 		t.Fatal("replay did not answer with the current table")
@@ -72,17 +73,17 @@ func TestReplayConflictAndGap(t *testing.T) {
 		cm.FileSize, cm.Timestamp = 1, 2
 		c.AddCommit = &fsm.AddCommit{Commit: cm}
 	}))
-	// 56: another file for v1.
+	// UC Delta case 56: another file for v1.
 	e.fail(e.upd(tb, func(c *fsm.UpdateTable) { c.AddCommit = &fsm.AddCommit{Commit: commitOf(1, "b")} }),
 		fsm.CodeCommitVersionConflict,
 		"Commit version already accepted. Version 1 was accepted with commit file "+commitFile(1, "a")+", but the request carried "+commitFile(1, "b")+".")
-	// 57: a gap.
+	// UC Delta case 57: a gap.
 	e.fail(e.addCommit(tb, 3), fsm.CodeInvalid, "Commit version must be the next version after the latest commit 1, but got 3")
 	if got := e.reload(tb); got != before {
 		t.Fatal("table changed")
 	}
 
-	// 58: with v1..v3 tracked, replays of v1 and v2 are no-ops; v2 with
+	// UC Delta case 58: with v1..v3 tracked, replays of v1 and v2 are no-ops; v2 with
 	// another name conflicts.
 	e.commitThrough(tb, 2, 3)
 	for _, v := range []int64{1, 2, 3} {
@@ -97,7 +98,7 @@ func TestReplayConflictAndGap(t *testing.T) {
 	}
 }
 
-// Case 71 and the limit arithmetic around it.
+// UC Delta case 71 and the limit arithmetic around it.
 func TestUnbackfilledLimit(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -150,7 +151,7 @@ func TestBackfillOnly(t *testing.T) {
 		errCode fsm.Code
 		errMsg  string
 	}{
-		{name: "below first", b: 0, want: []int64{3, 2, 1}},
+		{name: "below first", b: 0, want: []int64{3, 2, 1}}, // UC Delta case 73
 		{name: "first", b: 1, want: []int64{3, 2}},
 		{name: "middle", b: 2, want: []int64{3}},
 		{name: "last leaves a marker", b: 3, want: []int64{}},
@@ -185,7 +186,7 @@ func TestBackfillOnly(t *testing.T) {
 	}
 }
 
-// Case 67.
+// UC Delta case 67.
 func TestBackfillEmptyLog(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -195,7 +196,45 @@ func TestBackfillEmptyLog(t *testing.T) {
 	e.fail(e.backfill(tb, 5), fsm.CodeInvalid, "Should not backfill version 5")
 }
 
-// Cases 32 and 66: after a full backfill the latest version survives and
+// UC Delta case 66: a backfill-only request after v1 publishes everything,
+// keeps the latest version and leaves the etag and updated-time alone.
+func TestBackfillOnlyAfterFirstCommit(t *testing.T) {
+	e := newEnv(t)
+	tb := e.createManaged("unity", "default", "t")
+	e.changed(e.addCommit(tb, 1))
+	before := e.reload(tb)
+	e.ok(e.backfill(tb, 1))
+	got := e.reload(tb)
+	wantVersions(t, got)
+	if got.LatestVersion() != 1 {
+		t.Fatalf("latest = %d, want 1", got.LatestVersion())
+	}
+	if got.ETag() != before.ETag() || got.UpdatedAt != before.UpdatedAt || got.MetaIndex != before.MetaIndex {
+		t.Fatal("backfill changed the etag or updated-time")
+	}
+	if !reflect.DeepEqual(got.Properties, before.Properties) {
+		t.Fatal("backfill changed properties")
+	}
+}
+
+// UC Delta case 73: after a partial backfill, reporting a version below the
+// oldest tracked one changes nothing.
+func TestBackfillBelowOldestTracked(t *testing.T) {
+	e := newEnv(t)
+	tb := e.createManaged("unity", "default", "t")
+	e.commitThrough(tb, 1, 3)
+	e.ok(e.backfill(tb, 2))
+	before := jsonOf(t, e.reload(tb))
+	for _, b := range []int64{1, 2} {
+		e.ok(e.backfill(tb, b))
+		if got := jsonOf(t, e.reload(tb)); got != before {
+			t.Fatalf("backfill %d below the oldest tracked version changed the table:\n%s\n%s", b, before, got)
+		}
+	}
+	wantVersions(t, e.reload(tb), 3)
+}
+
+// UC Delta case 32: after a full backfill the latest version survives and
 // the log continues from it.
 func TestBackfillMarker(t *testing.T) {
 	e := newEnv(t)
@@ -261,7 +300,7 @@ func TestBackfillMarkerKeepsCommit(t *testing.T) {
 	}
 }
 
-// Case 61: a commit carrying a backfill of the previous version.
+// UC Delta case 61: a commit carrying a backfill of the previous version.
 func TestCommitWithBackfill(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -293,7 +332,7 @@ func TestCommitWithBackfill(t *testing.T) {
 	}
 }
 
-// Case 72: versions purged by backfill are decided by the storage verdict.
+// UC Delta case 72: versions purged by backfill are decided by the storage verdict.
 func TestPurgedVersionReplay(t *testing.T) {
 	setup := func(t *testing.T) (*env, *fsm.Table) {
 		e := newEnv(t)
@@ -363,7 +402,7 @@ func TestPurgedVersionReplay(t *testing.T) {
 	})
 }
 
-// Case 64 and the backfill counterpart.
+// UC Delta case 64 and the backfill counterpart.
 func TestCommitActionsRequireManaged(t *testing.T) {
 	e := newEnv(t)
 	ext := e.createExternal("unity", "default", "ext")
@@ -379,7 +418,7 @@ func TestCommitActionsRequireManaged(t *testing.T) {
 	}
 }
 
-// Cases 65 and 68.
+// UniForm metadata on commits.
 func TestUniformCommits(t *testing.T) {
 	uniform := func(loc string, v int64) *fsm.IcebergUniform {
 		return &fsm.IcebergUniform{MetadataLocation: loc, ConvertedDeltaVersion: v, ConvertedDeltaTimestamp: baseTime + v}
@@ -396,8 +435,10 @@ func TestUniformCommits(t *testing.T) {
 
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
+	// UC Delta case 65
 	e.fail(withUniform(e, tb, 1, uniform(tb.Location+"/_uniform/v1.json", 2), enable), fsm.CodeInvalid,
 		"uniform.iceberg.converted-delta-version (2) must equal commit version (1)")
+	// UC Delta case 68
 	e.fail(withUniform(e, tb, 1, uniform("s3://elsewhere/_uniform/v1.json", 1), enable), fsm.CodeInvalid, "must be a subpath")
 	// The table location itself and a sibling sharing its prefix are not under it.
 	e.fail(withUniform(e, tb, 1, uniform(tb.Location, 1), enable), fsm.CodeInvalid, "must be a subpath")

@@ -169,7 +169,7 @@ func TestAssertETag(t *testing.T) {
 		t.Fatal("etag did not change")
 	}
 
-	// Stale etag: requirement conflict, nothing applied.
+	// UC Delta case 44: stale etag is a requirement conflict, nothing applied.
 	e.fail(e.upd(tb, func(c *fsm.UpdateTable) {
 		c.AssertETag = ptr(e0)
 		c.SetTableComment = ptr("late")
@@ -214,7 +214,7 @@ func TestAssertETag(t *testing.T) {
 	wantVersions(t, got, 2)
 }
 
-// Case 39 and its precedence.
+// UC Delta case 39 and its precedence.
 func TestAssertTableUUID(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -234,7 +234,7 @@ func TestAssertTableUUID(t *testing.T) {
 	e.fail(e.addCommit(tb, 1), fsm.CodeRequirementConflict, "assert-table-uuid failed")
 }
 
-// Case 59.
+// UC Delta case 59.
 func TestCase59ReplayWithStaleETag(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -269,7 +269,7 @@ func TestCase59ReplayWithStaleETag(t *testing.T) {
 	}
 }
 
-// Case 60.
+// UC Delta case 60.
 func TestCase60ReplayIgnoresBackfill(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -287,7 +287,7 @@ func TestCase60ReplayIgnoresBackfill(t *testing.T) {
 	}
 }
 
-// Case 46.
+// UC Delta case 46.
 func TestMetadataUmbrella(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManagedWith("unity", "default", "t", func(c *fsm.CreateTable) {
@@ -360,10 +360,11 @@ func TestCanonicalActionOrder(t *testing.T) {
 	}
 }
 
-// Cases 47 and 48.
+// Domain metadata add and remove.
 func TestDomainMetadata(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManagedWith("unity", "default", "t", withClustering)
+	// UC Delta case 47
 	e.changed(e.upd(tb, func(c *fsm.UpdateTable) { c.RemoveDomainMetadata = &[]string{fsm.DomainRowTracking} }))
 	p := e.reload(tb).Properties
 	if _, ok := p[fsm.PropRowIDHighWater]; ok {
@@ -372,6 +373,7 @@ func TestDomainMetadata(t *testing.T) {
 	if p[fsm.PropClustering] != `[["id"]]` {
 		t.Fatalf("clustering = %q", p[fsm.PropClustering])
 	}
+	// UC Delta case 48
 	before := e.reload(tb)
 	e.changed(e.upd(tb, func(c *fsm.UpdateTable) {
 		c.SetDomainMetadata = &fsm.DomainMetadata{ClusteringColumns: &[][]string{{"a", "b"}, {"amount"}}, RowIDHighWaterMark: ptr(int64(200))}
@@ -403,7 +405,7 @@ func TestDomainMetadata(t *testing.T) {
 	}
 }
 
-// Cases 49, 50, 22 and the contract re-check after set-protocol.
+// The managed contract re-check after set-protocol and set-domain-metadata.
 func TestManagedContractRecheck(t *testing.T) {
 	noRowTracking := managedProtocol("domainMetadata")
 	cases := []struct {
@@ -411,6 +413,7 @@ func TestManagedContractRecheck(t *testing.T) {
 		mod  func(*fsm.UpdateTable)
 		msg  string // "" means success
 	}{
+		// UC Delta case 50
 		{"drop catalogManaged", func(c *fsm.UpdateTable) {
 			p := managedProtocol("domainMetadata", "rowTracking")
 			p.ReaderFeatures = slices.DeleteFunc(p.ReaderFeatures, func(f string) bool { return f == "catalogManaged" })
@@ -432,8 +435,10 @@ func TestManagedContractRecheck(t *testing.T) {
 			p.MinWriterVersion = 6
 			c.SetProtocol = &p
 		}, "minWriterVersion must be at least 7 (got 6)"},
+		// UC Delta case 50
 		{"drop rowTracking while mark stored", func(c *fsm.UpdateTable) { c.SetProtocol = ptr(noRowTracking) },
 			"domain-metadata.delta.rowTracking requires the 'rowTracking' writer feature."},
+		// UC Delta case 49
 		{"drop rowTracking with its domain", func(c *fsm.UpdateTable) {
 			c.SetProtocol = ptr(noRowTracking)
 			c.RemoveDomainMetadata = &[]string{fsm.DomainRowTracking}
@@ -477,7 +482,7 @@ func TestManagedContractRecheck(t *testing.T) {
 		})
 	}
 
-	// Case 49: after rowTracking is dropped with its domain, setting the
+	// UC Delta case 49: after rowTracking is dropped with its domain, setting the
 	// domain again is refused.
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")
@@ -498,7 +503,7 @@ func TestManagedContractRecheck(t *testing.T) {
 	}))
 }
 
-// Case 51.
+// UC Delta case 51.
 func TestSetProtocolExternal(t *testing.T) {
 	e := newEnv(t)
 	c := e.externalCreate("unity", "default", "ext")
@@ -521,9 +526,10 @@ func TestSetProtocolExternal(t *testing.T) {
 	}
 }
 
-// Cases 52 and 69.
+// update-metadata-snapshot-version.
 func TestSnapshotVersion(t *testing.T) {
 	e := newEnv(t)
+	// UC Delta case 52
 	ext := e.createExternal("unity", "default", "ext")
 	e.changed(e.upd(ext, func(c *fsm.UpdateTable) {
 		c.SetSnapshotVersion = &fsm.SnapshotVersion{LastCommitVersion: 42, LastCommitTimestampMs: 1700000000001}
@@ -537,6 +543,7 @@ func TestSnapshotVersion(t *testing.T) {
 	e.fail(e.upd(tb, func(c *fsm.UpdateTable) {
 		c.SetSnapshotVersion = &fsm.SnapshotVersion{LastCommitVersion: 42, LastCommitTimestampMs: 1}
 	}), fsm.CodeInvalid, msg)
+	// UC Delta case 69
 	e.fail(e.upd(tb, func(c *fsm.UpdateTable) {
 		c.SetSnapshotVersion = &fsm.SnapshotVersion{LastCommitVersion: 1, LastCommitTimestampMs: 1}
 		c.AddCommit = &fsm.AddCommit{Commit: commitOf(1, "a")}
@@ -546,7 +553,7 @@ func TestSnapshotVersion(t *testing.T) {
 	}
 }
 
-// Cases 53 and 23.
+// set-columns and set-partition-columns.
 func TestColumnsAndPartitions(t *testing.T) {
 	newCols := fsm.ColumnsSpec{Columns: json.RawMessage(`{"type":"struct","fields":[` +
 		`{"name":"new_id","type":"long","nullable":true,"metadata":{}},` +
@@ -565,18 +572,22 @@ func TestColumnsAndPartitions(t *testing.T) {
 		wantRaw   json.RawMessage
 		errMsg    string
 	}{
+		// UC Delta case 53
 		{"columns and partitions together", func(c *fsm.UpdateTable) {
 			c.SetColumns = &newCols
 			c.SetPartitionColumns = &[]string{"FLAG"}
 		}, []string{"new_id", "Flag"}, []string{"Flag"}, newCols.Columns, ""},
+		// UC Delta case 53
 		{"partitions alone", func(c *fsm.UpdateTable) { c.SetPartitionColumns = &[]string{"amount"} },
 			[]string{"id", "amount"}, []string{"amount"}, testColumns().Columns, ""},
 		{"partitions resolved case-insensitively", func(c *fsm.UpdateTable) { c.SetPartitionColumns = &[]string{"AMOUNT", "Id"} },
 			[]string{"id", "amount"}, []string{"amount", "id"}, testColumns().Columns, ""},
 		{"unpartition", func(c *fsm.UpdateTable) { c.SetPartitionColumns = &[]string{} },
 			[]string{"id", "amount"}, []string{}, testColumns().Columns, ""},
+		// UC Delta case 53
 		{"columns alone keep partitions", func(c *fsm.UpdateTable) { c.SetColumns = &wider },
 			[]string{"id", "amount", "extra"}, []string{"id"}, wider.Columns, ""},
+		// UC Delta case 53
 		{"columns dropping a partition column", func(c *fsm.UpdateTable) { c.SetColumns = &newCols },
 			nil, nil, nil, "partition-columns references unknown column: id"},
 		{"columns dropping it with a new partitioning", func(c *fsm.UpdateTable) {
@@ -626,7 +637,7 @@ func TestSetTableComment(t *testing.T) {
 	}
 }
 
-// Case 62: auto-stamping of the last commit on metadata-changing commits.
+// UC Delta case 62: auto-stamping of the last commit on metadata-changing commits.
 func TestCommitStamping(t *testing.T) {
 	e := newEnv(t)
 	tb := e.createManaged("unity", "default", "t")

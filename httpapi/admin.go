@@ -1,13 +1,18 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/fsm"
 )
+
+const restorePath = "/v1/cluster/restore"
 
 func (s *Server) registerAdmin(e *echo.Echo) {
 	e.GET("/healthz", func(c echo.Context) error {
@@ -20,9 +25,100 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready", "node_id": s.cluster.ID()})
 	})
-	e.GET("/v1/cluster", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, s.cluster.Status())
-	})
+	g := e.Group("/v1/cluster")
+	g.GET("", func(c echo.Context) error { return c.JSON(http.StatusOK, s.cluster.Status()) })
+	g.GET("/state-digest", s.stateDigest)
+	g.GET("/snapshot", s.saveSnapshot, s.routeToLeader)
+	g.POST("/restore", s.restoreSnapshot)
+	g.POST("/transfer-leadership", s.transferLeadership, s.routeToLeader)
+	g.POST("/remove-node", s.removeNode, s.routeToLeader)
+	g.POST("/leave", s.leave)
+}
+
+func (s *Server) stateDigest(c echo.Context) error {
+	idx, digest := s.cluster.StateDigest()
+	return c.JSON(http.StatusOK, map[string]any{"node_id": s.cluster.ID(), "applied_index": idx, "digest": digest})
+}
+
+// saveSnapshot streams a consistent backup of the whole state.
+func (s *Server) saveSnapshot(c echo.Context) error {
+	c.Response().Header().Set(echo.HeaderContentType, "application/octet-stream")
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="raftcat.snap"`)
+	return s.cluster.WriteSnapshot(c.Request().Context(), c.Response())
+}
+
+// restoreSnapshot replaces the cluster state with an uploaded backup. The
+// body is streamed (to the leader, and there to disk), never held whole.
+func (s *Server) restoreSnapshot(c echo.Context) error {
+	if !s.cluster.IsLeader() {
+		if c.Request().Header.Get(HeaderForwarded) != "" {
+			return cluster.ErrNotLeader
+		}
+		return s.proxy.stream(c)
+	}
+	hdr, err := s.cluster.Restore(c.Request().Context(), c.Request().Body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"restored": true, "snapshot_index": hdr.Index, "snapshot_term": hdr.Term})
+}
+
+type nodeRequest struct {
+	ID string `json:"id"`
+}
+
+func (s *Server) transferLeadership(c echo.Context) error {
+	var req nodeRequest
+	if _, err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	if err := s.cluster.TransferLeadership(c.Request().Context(), req.ID); err != nil {
+		return err
+	}
+	st := s.cluster.Status()
+	return c.JSON(http.StatusOK, map[string]any{"leader_id": st.LeaderID})
+}
+
+func (s *Server) removeNode(c echo.Context) error {
+	var req nodeRequest
+	if _, err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	if req.ID == "" {
+		return echo.NewHTTPError(http.StatusBadRequest, "id is required")
+	}
+	if err := s.cluster.RemoveServer(c.Request().Context(), req.ID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"removed": req.ID})
+}
+
+// leave takes this node out of the cluster gracefully, then stops it.
+func (s *Server) leave(c echo.Context) error {
+	if err := s.Leave(c.Request().Context()); err != nil {
+		return err
+	}
+	go func() { _ = s.cluster.Shutdown() }()
+	return c.JSON(http.StatusOK, map[string]any{"left": s.cluster.ID()})
+}
+
+// Leave takes this node out of the cluster: leadership is handed over
+// first if it leads, then the leader removes it from the configuration.
+// The caller stops the node afterwards.
+func (s *Server) Leave(ctx context.Context) error {
+	if err := s.cluster.PrepareLeave(ctx); err != nil {
+		return err
+	}
+	body, _ := json.Marshal(nodeRequest{ID: s.cluster.ID()})
+	status, answer, err := s.proxy.callLeader(ctx, http.MethodPost, "/v1/cluster/remove-node", body)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return echo.NewHTTPError(status, "the leader refused to remove this node: "+string(answer))
+	}
+	s.log.Info("left the cluster")
+	return nil
 }
 
 // readState returns the state a read handler answers from: linearizable

@@ -110,7 +110,7 @@ func isDigits(s string) bool {
 func strp(s string) *string { return &s }
 
 // Staging answer content, fixed as UC 0.7.0 hands it out.
-func stagingResponse(st *fsm.StagingTable) stagingTableResponse {
+func (s *Server) stagingResponse(st *fsm.StagingTable) stagingTableResponse {
 	reader, writer := fsm.ManagedReaderFeatures, fsm.ManagedWriterFeatures
 	minR, minW := 3, 7
 	required := map[string]*string{fsm.PropTableID: strp(st.ID)}
@@ -119,7 +119,7 @@ func stagingResponse(st *fsm.StagingTable) stagingTableResponse {
 	}
 	return stagingTableResponse{
 		TableID: st.ID, TableType: fsm.TableManaged, Location: st.Location,
-		StorageCredentials: []storageCredential{credentialFor(st.Location, "READ_WRITE")},
+		StorageCredentials: []storageCredential{s.credentialFor(st.Location, "READ_WRITE")},
 		RequiredProtocol:   deltaProtocol{MinReaderVersion: &minR, MinWriterVersion: &minW, ReaderFeatures: reader, WriterFeatures: writer},
 		SuggestedProtocol: deltaProtocol{ReaderFeatures: []string{"columnMapping"},
 			WriterFeatures: []string{"columnMapping", "domainMetadata", "rowTracking"}},
@@ -134,13 +134,6 @@ func stagingResponse(st *fsm.StagingTable) stagingTableResponse {
 			"delta.parquet.compression.codec":                          strp("zstd"),
 		},
 	}
-}
-
-// credentialFor vends the credential for a location. raftcat holds no
-// cloud secrets yet: local (file://) and cloud locations alike get an
-// empty config, which clients treat as "use ambient credentials".
-func credentialFor(loc, op string) storageCredential {
-	return storageCredential{Prefix: loc, Operation: op, Config: map[string]string{}}
 }
 
 func (s *Server) createStagingTable(c echo.Context) error {
@@ -161,7 +154,7 @@ func (s *Server) createStagingTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, stagingResponse(res.Staging))
+	return c.JSON(http.StatusOK, s.stagingResponse(res.Staging))
 }
 
 func (s *Server) stagingCredentials(c echo.Context) error {
@@ -177,7 +170,7 @@ func (s *Server) stagingCredentials(c echo.Context) error {
 	if !ok {
 		return fsm.Errf(fsm.CodeStagingNotFound, "Staging table not found with id: %s", id)
 	}
-	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{credentialFor(stg.Location, "READ_WRITE")}})
+	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{s.credentialFor(stg.Location, "READ_WRITE")}})
 }
 
 // loadResponse renders a table as the Delta API's load answer.
@@ -323,7 +316,7 @@ func (s *Server) tableCredentials(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{credentialFor(t.Location, op)}})
+	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{s.credentialFor(t.Location, op)}})
 }
 
 func (s *Server) reportMetrics(c echo.Context) error {

@@ -35,7 +35,7 @@ func TestDeltaCreateTable(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 
-	t.Run("managed happy path", func(t *testing.T) { // case 14
+	t.Run("managed happy path", func(t *testing.T) { // UC Delta case 14
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "happy")
@@ -137,7 +137,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		}
 	})
 
-	t.Run("derived properties win", func(t *testing.T) { // case 15
+	t.Run("derived properties win", func(t *testing.T) { // UC Delta case 15
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		body := managedBody(t, a.stage(cat, sch, "derived"), "derived")
@@ -156,7 +156,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		}
 	})
 
-	t.Run("missing fields", func(t *testing.T) { // case 16
+	t.Run("missing fields", func(t *testing.T) { // UC Delta case 16
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "missing")
@@ -186,7 +186,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), managedBody(t, stg, "missing"))
 	})
 
-	t.Run("managed contract", func(t *testing.T) { // cases 17-22
+	t.Run("managed contract", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "contract")
@@ -198,27 +198,33 @@ func TestDeltaCreateTable(t *testing.T) {
 			mut  func(b map[string]any)
 			want []string
 		}{
+			// UC Delta case 17
 			{"no catalogManaged", func(b map[string]any) {
 				p := b["protocol"].(map[string]any)
 				p["reader-features"] = without(p["reader-features"].([]string), "catalogManaged")
 				p["writer-features"] = without(p["writer-features"].([]string), "catalogManaged")
 			}, []string{"catalogManaged"}},
+			// UC Delta case 18
 			{"reader 2", func(b map[string]any) { b["protocol"].(map[string]any)["min-reader-version"] = 2 },
 				[]string{"minReaderVersion must be at least 3"}},
 			{"writer 6", func(b map[string]any) { b["protocol"].(map[string]any)["min-writer-version"] = 6 },
 				[]string{"minWriterVersion must be at least 7"}},
+			// UC Delta case 19
 			{"reader not writer", func(b map[string]any) {
 				p := b["protocol"].(map[string]any)
 				p["reader-features"] = append(p["reader-features"].([]string), "columnMapping")
 			}, []string{"reader-features but not writer-features", "columnMapping"}},
+			// UC Delta case 20
 			{"checkpoint policy", func(b map[string]any) { b["properties"].(map[string]any)["delta.checkpointPolicy"] = "v1" },
 				[]string{"delta.checkpointPolicy", "'v2'", "'v1'"}},
 			{"required property null", func(b map[string]any) { b["properties"].(map[string]any)["delta.enableDeletionVectors"] = nil },
 				[]string{"delta.enableDeletionVectors", "'null'"}},
+			// UC Delta case 21
 			{"table id missing", func(b map[string]any) { delete(b["properties"].(map[string]any), "io.unitycatalog.tableId") },
 				[]string{"io.unitycatalog.tableId"}},
 			{"table id wrong", func(b map[string]any) { b["properties"].(map[string]any)["io.unitycatalog.tableId"] = uuid.NewString() },
 				[]string{"io.unitycatalog.tableId", str(t, stg["table-id"])}},
+			// UC Delta case 22
 			{"row tracking without feature", func(b map[string]any) {
 				p := b["protocol"].(map[string]any)
 				p["writer-features"] = without(p["writer-features"].([]string), "rowTracking")
@@ -240,7 +246,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), managedBody(t, stg, "contract"))
 	})
 
-	t.Run("partition columns", func(t *testing.T) { // case 23
+	t.Run("partition columns", func(t *testing.T) { // UC Delta case 23
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "parts")
@@ -263,12 +269,13 @@ func TestDeltaCreateTable(t *testing.T) {
 		}
 	})
 
-	t.Run("staging lookup", func(t *testing.T) { // cases 24, 25
+	t.Run("staging lookup", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "once")
 		body := managedBody(t, stg, "once")
 		body["location"] = str(t, stg["location"]) + "_elsewhere"
+		// UC Delta case 24
 		deltaErr(t, a.do(http.MethodPost, tablesPath(cat, sch), body), 404, "NoSuchTableException", "Staging table not found")
 
 		// Trailing slashes are normalised away before the lookup.
@@ -276,6 +283,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		body["location"] = str(t, stg["location"]) + "/"
 		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), body)
 
+		// UC Delta case 25
 		deltaErr(t, a.do(http.MethodPost, tablesPath(cat, sch), managedBody(t, stg, "once")), 409, "AlreadyExistsException", "Table already exists")
 		deltaErr(t, a.do(http.MethodPost, tablesPath(cat, sch), managedBody(t, stg, "other")), 400, "InvalidParameterValueException", "Staging table already committed")
 		if r := a.do(http.MethodHead, tablePath(cat, sch, "other"), nil); r.status != http.StatusNotFound {
@@ -299,7 +307,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), body)
 	})
 
-	t.Run("uniform at create", func(t *testing.T) { // case 28
+	t.Run("uniform at create", func(t *testing.T) { // UC Delta case 28
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "uni")
@@ -419,7 +427,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		deltaErr(t, a.do(http.MethodPost, tablesPath(cat, sch), managedBody(t, stg, "a.b")), 400, "InvalidParameterValueException", "period")
 	})
 
-	t.Run("column shapes", func(t *testing.T) { // case 27
+	t.Run("column shapes", func(t *testing.T) { // UC Delta case 27
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "cols")
@@ -444,6 +452,10 @@ func TestDeltaCreateTable(t *testing.T) {
 				"columns.fields[0].type.contains-null is required."},
 			{map[string]any{"type": "struct", "fields": []any{field("a", map[string]any{"type": "map", "key-type": "string", "value-type": "long"})}},
 				"columns.fields[0].type.value-contains-null is required."},
+			{map[string]any{"type": "struct", "fields": []any{field("a", map[string]any{"type": "map", "value-type": "long", "value-contains-null": true})}},
+				"columns.fields[0].type.key-type is required."},
+			{map[string]any{"type": "struct", "fields": []any{field("a", map[string]any{"type": "map", "key-type": "string", "value-contains-null": true})}},
+				"columns.fields[0].type.value-type is required."},
 			{map[string]any{"type": "struct", "fields": []any{field("a", "decimal(50,2)")}}, "columns.fields[0].type.precision must be in [0, 38], got 50."},
 			{map[string]any{"type": "struct", "fields": []any{field("a", map[string]any{"type": "decimal", "precision": -1, "scale": 0})}},
 				"columns.fields[0].type.precision must be in [0, 38], got -1."},
@@ -456,6 +468,9 @@ func TestDeltaCreateTable(t *testing.T) {
 			{map[string]any{"type": "struct", "fields": []any{}}, "columns.fields must contain at least one field."},
 			{map[string]any{"type": "struct", "fields": []any{field("id", "long"), field("ID", "long")}},
 				"Duplicate field name (case-insensitive) in columns.fields[1]: ID"},
+			{map[string]any{"type": "struct", "fields": []any{field("a", map[string]any{"type": "array", "contains-null": true,
+				"element-type": map[string]any{"type": "struct", "fields": []any{field("X", "long"), field("x", "string")}}})}},
+				"Duplicate field name (case-insensitive) in columns.fields[0].type.element-type.fields[1]: x"},
 			{map[string]any{"type": "struct", "fields": []any{"long"}}, "Cannot construct instance of"},
 		}
 		for _, tc := range cases {
@@ -485,7 +500,7 @@ func TestDeltaCreateTable(t *testing.T) {
 		}
 	})
 
-	t.Run("external table", func(t *testing.T) { // case 29
+	t.Run("external table", func(t *testing.T) { // UC Delta case 29
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		loc := "s3://bucket/ext/" + uniq("tbl")
@@ -504,8 +519,11 @@ func TestDeltaCreateTable(t *testing.T) {
 			t.Fatalf("EXTERNAL properties = %v", md["properties"])
 		}
 		load := a.ok(http.StatusOK, http.MethodGet, tablePath(cat, sch, "ext"), nil).obj(t)
-		if _, ok := load["commits"]; ok {
-			t.Fatalf("EXTERNAL load has commits: %v", load)
+		if got := keys(load); !slices.Equal(got, []string{"metadata"}) {
+			t.Fatalf("EXTERNAL load keys = %v (no commits / latest-table-version expected)", got)
+		}
+		if dig(load, "metadata", "table-type") != "EXTERNAL" || dig(load, "metadata", "location") != loc {
+			t.Fatalf("EXTERNAL load metadata = %v", load["metadata"])
 		}
 		info := a.ok(http.StatusOK, http.MethodGet, apiPrefix+"/tables/"+cat+"."+sch+".ext", nil).obj(t)
 		if info["table_type"] != "EXTERNAL" || info["storage_location"] != loc {
@@ -518,9 +536,10 @@ func TestDeltaCreateTable(t *testing.T) {
 		deltaErr(t, a.do(http.MethodPost, tablesPath(cat, sch), externalBody("ext", loc+"2")), 409, "AlreadyExistsException", "already exists")
 	})
 
-	t.Run("load head delete", func(t *testing.T) { // cases 30, 33
+	t.Run("load head delete", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()
+		// UC Delta case 30: load and HEAD of an unknown table.
 		deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, "nope"), nil), 404, "NoSuchTableException", "Table not found")
 		deltaErr(t, a.do(http.MethodGet, tablePath(cat, "nope_sch", "nope"), nil), 404, "NoSuchSchemaException")
 		deltaErr(t, a.do(http.MethodGet, tablePath("nope_cat", sch, "nope"), nil), 404, "NoSuchCatalogException")
@@ -533,6 +552,13 @@ func TestDeltaCreateTable(t *testing.T) {
 
 		a.createManaged(cat, sch, "m")
 		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), externalBody("e", "s3://bucket/ext/"+uniq("e")))
+		// UC Delta case 30: HEAD of an existing table.
+		for _, n := range []string{"m", "e"} {
+			if r := a.do(http.MethodHead, tablePath(cat, sch, n), nil); r.status != http.StatusNoContent || len(r.raw) != 0 {
+				t.Fatalf("HEAD %s = %d %q, want 204 with no body", n, r.status, r.raw)
+			}
+		}
+		// UC Delta case 33: DELETE of a managed and an external table, then load is 404.
 		for _, n := range []string{"m", "e"} {
 			r := a.ok(http.StatusNoContent, http.MethodDelete, tablePath(cat, sch, n), nil)
 			if len(r.raw) != 0 {
@@ -543,6 +569,7 @@ func TestDeltaCreateTable(t *testing.T) {
 				t.Fatalf("HEAD after delete = %d", r.status)
 			}
 		}
+		// UC Delta case 33: DELETE of an unknown table.
 		deltaErr(t, a.do(http.MethodDelete, tablePath(cat, sch, "m"), nil), 404, "NoSuchTableException", "Table not found")
 
 		// UC REST delete of a Delta-created table.
@@ -556,53 +583,79 @@ func TestDeltaCreateTable(t *testing.T) {
 		a.createManaged(cat, sch, "u")
 	})
 
-	t.Run("rename", func(t *testing.T) {
+	t.Run("rename", func(t *testing.T) { // UC Delta case 34
 		a := a.with(t)
 		cat, sch := a.newSchema()
-		before := a.createManaged(cat, sch, "r1")
+		created := a.createManaged(cat, sch, "r1")
+		m := &managedTable{a: a, cat: cat, sch: sch, tbl: "r1", uuid: str(t, dig(created, "metadata", "table-uuid"))}
+		m.mustUpdate("", commit(1), setProps("p", "1"))
+		m.mustUpdate("", commit(2))
+		before := m.load()
 		a.createManaged(cat, sch, "r_taken")
+		// UC Delta case 34: blank new-name.
 		for _, n := range []any{nil, "", " ", "\t"} {
 			deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": n}), 400,
 				"InvalidParameterValueException", "New table name is required")
 		}
 		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "a.b"}), 400, "InvalidParameterValueException", "period")
+		// UC Delta case 34: missing source, whatever the target.
 		for _, target := range []string{"r_taken", "nope", "unused"} {
 			deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "nope")+"/rename", map[string]any{"new-name": target}), 404, "NoSuchTableException", "Table not found")
 		}
+		// UC Delta case 34: target exists.
 		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "r_taken"}), 409, "AlreadyExistsException", "already exists")
-
-		a.ok(http.StatusNoContent, http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "r1"})
-		same := a.ok(http.StatusOK, http.MethodGet, tablePath(cat, sch, "r1"), nil).obj(t)
-		if dig(same, "metadata", "etag") != dig(before, "metadata", "etag") {
-			t.Fatal("rename to the same name changed the etag")
+		if !jsonEqual(t, m.load(), before) {
+			t.Fatal("a rejected rename changed the table")
 		}
 
+		// UC Delta case 34: same name is a no-op.
+		r := a.ok(http.StatusNoContent, http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "r1"})
+		if len(r.raw) != 0 {
+			t.Fatalf("rename body = %q", r.raw)
+		}
+		same := m.load()
+		for _, k := range []string{"etag", "updated-time"} {
+			if dig(same, "metadata", k) != dig(before, "metadata", k) {
+				t.Fatalf("rename to the same name changed %s: %v -> %v", k, dig(before, "metadata", k), dig(same, "metadata", k))
+			}
+		}
+
+		// UC Delta case 34: success keeps identity, properties and commits; the old name is gone.
 		a.ok(http.StatusNoContent, http.MethodPost, tablePath(cat, sch, "r1")+"/rename", map[string]any{"new-name": "r2"})
-		deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, "r1"), nil), 404, "NoSuchTableException")
+		deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, "r1"), nil), 404, "NoSuchTableException", "Table not found")
 		after := a.ok(http.StatusOK, http.MethodGet, tablePath(cat, sch, "r2"), nil).obj(t)
 		for _, k := range []string{"table-uuid", "location", "created-time"} {
 			if dig(after, "metadata", k) != dig(before, "metadata", k) {
 				t.Fatalf("rename changed %s: %v -> %v", k, dig(before, "metadata", k), dig(after, "metadata", k))
 			}
 		}
+		if !jsonEqual(t, dig(after, "metadata", "properties"), dig(before, "metadata", "properties")) {
+			t.Fatalf("rename changed properties:\n%v\n%v", dig(before, "metadata", "properties"), dig(after, "metadata", "properties"))
+		}
+		if !jsonEqual(t, after["commits"], before["commits"]) || latest(t, after) != 2 ||
+			!slices.Equal(commitVersions(t, after), []int64{2, 1}) {
+			t.Fatalf("rename changed commits: %v -> %v", before["commits"], after["commits"])
+		}
 		if dig(after, "metadata", "etag") == dig(before, "metadata", "etag") {
 			t.Fatal("rename kept the etag")
 		}
 	})
 
-	t.Run("metrics", func(t *testing.T) {
+	t.Run("metrics", func(t *testing.T) { // UC Delta case 35
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		created := a.createManaged(cat, sch, "mx")
 		id := str(t, dig(created, "metadata", "table-uuid"))
 		p := tablePath(cat, sch, "mx") + "/metrics"
+		// UC Delta case 35: matching table-id.
 		r := a.do(http.MethodPost, p, map[string]any{"table-id": id, "report": map[string]any{"commit-report": map[string]any{"num-files-added": 1}}})
 		if r.status != http.StatusNoContent || len(r.raw) != 0 {
 			t.Fatalf("metrics = %d %q", r.status, r.raw)
 		}
+		// UC Delta case 35: missing, mismatching table-id; unknown table.
 		deltaErr(t, a.do(http.MethodPost, p, map[string]any{}), 400, "InvalidParameterValueException", "table-id is required")
 		deltaErr(t, a.do(http.MethodPost, p, map[string]any{"table-id": uuid.NewString()}), 400, "InvalidParameterValueException", "does not match table")
-		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "nope")+"/metrics", map[string]any{"table-id": id}), 404, "NoSuchTableException")
+		deltaErr(t, a.do(http.MethodPost, tablePath(cat, sch, "nope")+"/metrics", map[string]any{"table-id": id}), 404, "NoSuchTableException", "Table not found")
 	})
 
 	t.Run("unknown delta route", func(t *testing.T) {

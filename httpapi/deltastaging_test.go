@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
 func TestDeltaConfigAndStaging(t *testing.T) {
@@ -14,7 +17,7 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 	a := startAPI(t)
 	const cfg = deltaPrefix + "/config"
 
-	t.Run("config resolves the catalog", func(t *testing.T) { // case 1
+	t.Run("config resolves the catalog", func(t *testing.T) { // UC Delta case 1
 		a := a.with(t)
 		cat := uniq("warehouse")
 		a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": cat})
@@ -46,19 +49,24 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		}
 	})
 
-	t.Run("config parameter errors", func(t *testing.T) { // cases 2, 3, 4, malformed versions
+	t.Run("config parameter errors", func(t *testing.T) {
 		a := a.with(t)
-		deltaErr(t, a.do(http.MethodGet, cfg+"?catalog=&protocol-versions=1.0", nil), 400, "InvalidParameterValueException", "catalog")
+		// UC Delta case 2
+		deltaErr(t, a.do(http.MethodGet, cfg+"?catalog=&protocol-versions=1.0", nil), 400, "InvalidParameterValueException",
+			"catalog", "Must supply a proper catalog in catalog parameter.")
+		// UC Delta case 3
 		deltaErr(t, a.do(http.MethodGet, cfg+"?protocol-versions=1.0", nil), 400, "InvalidParameterValueException", "catalog")
 		deltaErr(t, a.do(http.MethodGet, cfg+"?catalog=unity", nil), 400, "InvalidParameterValueException", "protocol-versions")
 		deltaErr(t, a.do(http.MethodGet, cfg, nil), 400, "InvalidParameterValueException")
-		deltaErr(t, a.do(http.MethodGet, cfg+"?catalog=nope&protocol-versions=1.0", nil), 404, "NoSuchCatalogException", "nope")
+		// UC Delta case 4
+		deltaErr(t, a.do(http.MethodGet, cfg+"?catalog=nope&protocol-versions=1.0", nil), 404, "NoSuchCatalogException", "Catalog not found: nope")
+		// Malformed protocol-versions lists (raftcat validates them).
 		for _, bad := range []string{"", "abc", "1", "1.x", "1.0,,2.0", "v1.0"} {
 			deltaErr(t, a.do(http.MethodGet, cfg+"?catalog=unity&protocol-versions="+bad, nil), 400, "InvalidParameterValueException", "protocol-versions")
 		}
 	})
 
-	t.Run("config answers 1.0", func(t *testing.T) { // case 5
+	t.Run("config answers 1.0", func(t *testing.T) { // UC Delta case 5
 		a := a.with(t)
 		for _, v := range []string{"1.1,2.3", "1.0", "1.0,%202.0"} {
 			r := a.ok(http.StatusOK, http.MethodGet, cfg+"?catalog=unity&protocol-versions="+v, nil)
@@ -68,7 +76,7 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		}
 	})
 
-	t.Run("staging happy path", func(t *testing.T) { // case 6
+	t.Run("staging happy path", func(t *testing.T) { // UC Delta case 6
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		r := a.ok(http.StatusOK, http.MethodPost, stagingPath(cat, sch), map[string]any{"name": "t"})
@@ -165,7 +173,7 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		}
 	})
 
-	t.Run("staging name required", func(t *testing.T) { // case 7
+	t.Run("staging name required", func(t *testing.T) { // UC Delta case 7
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		for _, body := range []any{map[string]any{}, map[string]any{"name": ""}, map[string]any{"name": "   "}, nil, "null"} {
@@ -173,7 +181,7 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		}
 	})
 
-	t.Run("staging name syntax", func(t *testing.T) { // case 8
+	t.Run("staging name syntax", func(t *testing.T) { // UC Delta case 8
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		for _, n := range []string{"a.b", "a b", "a/b", "a\tb"} {
@@ -188,20 +196,20 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		a.ok(http.StatusOK, http.MethodPost, stagingPath(cat, sch), map[string]any{"name": "a-b@c_D9"})
 	})
 
-	t.Run("staging unknown namespace", func(t *testing.T) { // case 9
+	t.Run("staging unknown namespace", func(t *testing.T) { // UC Delta case 9
 		a := a.with(t)
 		deltaErr(t, a.do(http.MethodPost, stagingPath("nope_cat", "default"), map[string]any{"name": "t"}), 404, "NoSuchCatalogException", "not found", "nope_cat")
 		deltaErr(t, a.do(http.MethodPost, stagingPath("unity", "nope_sch"), map[string]any{"name": "t"}), 404, "NoSuchSchemaException", "not found", "nope_sch")
 	})
 
-	t.Run("staging existing table", func(t *testing.T) { // case 10
+	t.Run("staging existing table", func(t *testing.T) { // UC Delta case 10
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		a.createManaged(cat, sch, "taken")
 		deltaErr(t, a.do(http.MethodPost, stagingPath(cat, sch), map[string]any{"name": "taken"}), 409, "AlreadyExistsException", "Table already exists")
 	})
 
-	t.Run("staging same name twice", func(t *testing.T) { // case 11
+	t.Run("staging same name twice", func(t *testing.T) { // UC Delta case 11
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		s1, s2 := a.stage(cat, sch, "twice"), a.stage(cat, sch, "twice")
@@ -210,11 +218,12 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		}
 	})
 
-	t.Run("staging credentials", func(t *testing.T) { // cases 12, 13
+	t.Run("staging credentials", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		stg := a.stage(cat, sch, "creds")
 		id, loc := str(t, stg["table-id"]), str(t, stg["location"])
+		// UC Delta case 12
 		r := a.ok(http.StatusOK, http.MethodGet, deltaPrefix+"/staging-tables/"+id+"/credentials", nil)
 		creds := arr(t, dig(r.body, "storage-credentials"))
 		if len(creds) != 1 || dig(creds, 0, "operation") != "READ_WRITE" || dig(creds, 0, "prefix") != loc {
@@ -224,6 +233,7 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 			t.Fatalf("credential config for file:// = %s, want {}", r.raw)
 		}
 
+		// UC Delta case 13
 		random := uuid.NewString()
 		deltaErr(t, a.do(http.MethodGet, deltaPrefix+"/staging-tables/"+random+"/credentials", nil), 404, "NoSuchTableException", "Staging table not found", random)
 		deltaErr(t, a.do(http.MethodGet, deltaPrefix+"/staging-tables/not-a-uuid/credentials", nil), 400, "InvalidParameterValueException")
@@ -270,11 +280,12 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 		}
 	})
 
-	t.Run("table credentials", func(t *testing.T) {
+	t.Run("table credentials", func(t *testing.T) { // UC Delta case 36
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		created := a.createManaged(cat, sch, "tc")
 		loc := str(t, dig(created, "metadata", "location"))
+		// UC Delta case 36: READ and READ_WRITE name the operation and the table location.
 		for _, op := range []string{"READ", "READ_WRITE"} {
 			r := a.ok(http.StatusOK, http.MethodGet, tablePath(cat, sch, "tc")+"/credentials?operation="+op, nil)
 			creds := arr(t, dig(r.body, "storage-credentials"))
@@ -282,9 +293,55 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 				t.Fatalf("credentials(%s) = %s", op, r.raw)
 			}
 		}
+		// UC Delta case 36: missing or invalid operation.
 		for _, q := range []string{"", "?operation=WRITE"} {
 			deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, "tc")+"/credentials"+q, nil), 400, "InvalidParameterValueException")
 		}
+		// UC Delta case 36: unknown table.
 		deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, "nope")+"/credentials?operation=READ", nil), 404, "NoSuchTableException", "not found")
+	})
+
+}
+
+// UC Delta case 36 (cloud locations): with S3 keys configured, an s3://
+// table gets them, and only S3 keys, with an expiry; a file:// table none.
+func TestCloudCredentialsAreVended(t *testing.T) {
+	t.Parallel()
+	nodes := testcluster.Start(t, 1, testcluster.Options{Credentials: httpapi.StaticCredentials{
+		S3AccessKeyID: "AKIDEXAMPLE", S3SecretAccessKey: "secret", GCSOAuthToken: "gcs-token"}})
+	a := &api{t: t, base: nodes[0].URL}
+	t.Run("table credentials for s3", func(t *testing.T) { // UC Delta case 36
+		a := a.with(t)
+		cat, sch := a.newSchema()
+		loc := "s3://bucket/ext/" + uniq("creds")
+		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), externalBody("s3creds", loc))
+		r := a.ok(http.StatusOK, http.MethodGet, tablePath(cat, sch, "s3creds")+"/credentials?operation=READ", nil)
+		creds := arr(t, dig(r.body, "storage-credentials"))
+		if len(creds) != 1 || dig(creds, 0, "operation") != "READ" || dig(creds, 0, "prefix") != loc {
+			t.Fatalf("s3 credentials = %s", r.raw)
+		}
+		// UC Delta case 36: an s3:// location gets the S3 config keys, and only those.
+		cfg := objOf(t, dig(creds, 0, "config"))
+		for _, k := range []string{"s3.access-key-id", "s3.secret-access-key"} {
+			if v, _ := cfg[k].(string); v == "" {
+				t.Fatalf("config[%q] = %v, want a non-empty string: %s", k, cfg[k], r.raw)
+			}
+		}
+		for k := range cfg {
+			if !strings.HasPrefix(k, "s3.") {
+				t.Fatalf("config key %q is not an S3 key: %s", k, r.raw)
+			}
+		}
+	})
+	t.Run("gcs credentials carry an expiry", func(t *testing.T) {
+		a := a.with(t)
+		cat, sch := a.newSchema()
+		a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), externalBody("gcs", "gs://bucket/"+uniq("g")))
+		r := a.ok(http.StatusOK, http.MethodGet, tablePath(cat, sch, "gcs")+"/credentials?operation=READ_WRITE", nil)
+		cred := objOf(t, arr(t, dig(r.body, "storage-credentials"))[0])
+		cfg := objOf(t, cred["config"])
+		if len(cfg) != 1 || cfg["gcs.oauth-token"] != "gcs-token" || cred["expiration-time-ms"] == nil {
+			t.Fatalf("gcs credential = %s", r.raw)
+		}
 	})
 }

@@ -34,28 +34,34 @@ func TestDeltaUpdateShape(t *testing.T) {
 	// Every rejected request below must leave the table untouched.
 	before := m.load()
 
-	t.Run("requirements", func(t *testing.T) { // cases 37, 38, 39
+	t.Run("requirements", func(t *testing.T) {
+		// UC Delta case 37
 		for _, reqs := range []any{nil, []any{}, []any{map[string]any{"type": "assert-etag", "etag": "x"}}} {
 			deltaErr(t, post(t, map[string]any{"requirements": reqs, "updates": []any{props}}), 400, invalidParam, "assert-table-uuid requirement is required")
 		}
+		// UC Delta case 38
 		deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq, uuidReq}, "updates": []any{props}}), 400, invalidParam,
 			"At most one assert-table-uuid is allowed per request")
 		etag := map[string]any{"type": "assert-etag", "etag": "x"}
 		deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq, etag, etag}, "updates": []any{props}}), 400, invalidParam,
 			"At most one assert-etag is allowed per request")
+		// UC Delta case 39
 		other := uuid.NewString()
 		deltaErr(t, post(t, map[string]any{"requirements": []any{map[string]any{"type": "assert-table-uuid", "uuid": other}}, "updates": []any{props}}),
 			409, reqConflict, "assert-table-uuid failed", other, m.uuid)
 	})
 
-	t.Run("updates", func(t *testing.T) { // cases 40, 41, 42
+	t.Run("updates", func(t *testing.T) {
+		// UC Delta case 42
 		for _, ups := range []any{nil, []any{}} {
 			deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq}, "updates": ups}), 400, invalidParam, "At least one update is required")
 		}
+		// UC Delta case 40
 		deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq}, "updates": []any{props, setProps("x", "y")}}), 400, invalidParam,
 			"At most one set-properties is allowed per request")
 		deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq}, "updates": []any{commit(1), commit(2)}}), 400, invalidParam,
 			"At most one add-commit is allowed per request")
+		// UC Delta case 41
 		deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq}, "updates": []any{
 			setProps("b", "1", "a", "2", "c", "3"), map[string]any{"action": "remove-properties", "removals": []string{"c", "a", "zz"}}}}),
 			400, invalidParam, "set-properties and remove-properties overlap on keys: [a, c]")
@@ -63,6 +69,14 @@ func TestDeltaUpdateShape(t *testing.T) {
 			map[string]any{"action": "set-domain-metadata", "updates": map[string]any{"delta.rowTracking": map[string]any{"rowIdHighWaterMark": 5}}},
 			map[string]any{"action": "remove-domain-metadata", "domains": []string{"delta.rowTracking"}}}}),
 			400, invalidParam, "set-domain-metadata and remove-domain-metadata overlap on domains: [delta.rowTracking]")
+	})
+
+	t.Run("unknown table", func(t *testing.T) { // UC Delta case 43
+		a := a.with(t)
+		body := map[string]any{"requirements": []any{map[string]any{"type": "assert-table-uuid", "uuid": uuid.NewString()}}, "updates": []any{props}}
+		deltaErr(t, a.do(http.MethodPost, tablePath(m.cat, m.sch, uniq("nope")), body), 404, "NoSuchTableException", "Table not found")
+		deltaErr(t, a.do(http.MethodPost, tablePath(m.cat, uniq("nope_sch"), m.tbl), body), 404, "NoSuchSchemaException", "Schema not found")
+		deltaErr(t, a.do(http.MethodPost, tablePath(uniq("nope_cat"), m.sch, m.tbl), body), 404, "NoSuchCatalogException", "Catalog not found")
 	})
 
 	t.Run("unknown discriminators", func(t *testing.T) {
@@ -86,13 +100,15 @@ func TestDeltaUpdateShape(t *testing.T) {
 			map[string]any{"action": "set-properties", "updates": map[string]any{"k": 5}}}}), 400, invalidParam)
 	})
 
-	t.Run("action fields", func(t *testing.T) { // cases 45, 63
+	t.Run("action fields", func(t *testing.T) {
 		for _, tc := range []struct {
 			up   map[string]any
 			want string
 		}{
+			// UC Delta case 63
 			{map[string]any{"action": "add-commit"}, "add-commit requires a commit block"},
 			{map[string]any{"action": "set-latest-backfilled-version"}, "set-latest-backfilled-version requires latest-published-version"},
+			// UC Delta case 45
 			{map[string]any{"action": "set-protocol"}, "set-protocol requires a protocol"},
 			{map[string]any{"action": "set-domain-metadata"}, "set-domain-metadata requires an updates block"},
 			{map[string]any{"action": "set-domain-metadata", "updates": map[string]any{}}, "set-domain-metadata requires at least one domain entry"},
@@ -101,6 +117,7 @@ func TestDeltaUpdateShape(t *testing.T) {
 			{map[string]any{"action": "set-columns"}, "set-columns requires a columns block"},
 			{map[string]any{"action": "set-columns", "columns": map[string]any{"type": "struct", "fields": []any{}}}, "set-columns requires at least one column"},
 			{map[string]any{"action": "set-partition-columns"}, "set-partition-columns requires a partition-columns list"},
+			// UC Delta case 52: missing fields, and the action on a MANAGED table.
 			{map[string]any{"action": "update-metadata-snapshot-version", "last-commit-timestamp-ms": 5}, "update-metadata-snapshot-version requires last-commit-version"},
 			{map[string]any{"action": "update-metadata-snapshot-version", "last-commit-version": 5}, "update-metadata-snapshot-version requires last-commit-timestamp-ms"},
 			{map[string]any{"action": "update-metadata-snapshot-version", "last-commit-version": 5, "last-commit-timestamp-ms": 5}, "only supported for EXTERNAL"},
@@ -108,9 +125,13 @@ func TestDeltaUpdateShape(t *testing.T) {
 		} {
 			deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq}, "updates": []any{tc.up}}), 400, invalidParam, tc.want)
 		}
+		// UC Delta case 69
+		deltaErr(t, post(t, map[string]any{"requirements": []any{uuidReq}, "updates": []any{commit(1),
+			map[string]any{"action": "update-metadata-snapshot-version", "last-commit-version": 1, "last-commit-timestamp-ms": 5}}}),
+			400, invalidParam, "only supported for EXTERNAL")
 	})
 
-	t.Run("commit fields", func(t *testing.T) { // case 70
+	t.Run("commit fields", func(t *testing.T) { // UC Delta case 70
 		for _, tc := range []struct {
 			field string
 			value any
@@ -196,7 +217,7 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 
-	t.Run("stale etag", func(t *testing.T) { // case 44
+	t.Run("stale etag", func(t *testing.T) { // UC Delta case 44
 		m := a.with(t).newManaged()
 		e0 := m.etag()
 		r := m.mustUpdate(e0, setProps("p", "1"))
@@ -216,7 +237,7 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 		}
 	})
 
-	t.Run("properties, protocol, domains, comment", func(t *testing.T) { // case 46-ish
+	t.Run("properties, protocol, domains, comment", func(t *testing.T) { // UC Delta case 46 (wire view)
 		m := a.with(t).newManaged()
 		before := m.load()
 		e0 := str(t, dig(before, "metadata", "etag"))
@@ -262,7 +283,7 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 			t.Fatalf("UC comment = %v", info["comment"])
 		}
 
-		// Removing the row-tracking domain removes its property and changes the etag.
+		// UC Delta case 47: removing the row-tracking domain removes its property, keeps clustering and changes the etag.
 		res2 := m.mustUpdate("", map[string]any{"action": "remove-domain-metadata", "domains": []string{"delta.rowTracking"}})
 		p2 := objOf(t, dig(res2, "metadata", "properties"))
 		if _, ok := p2["delta.rowTracking.rowIdHighWaterMark"]; ok {
@@ -276,7 +297,7 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 		}
 	})
 
-	t.Run("domain metadata and the etag", func(t *testing.T) { // cases 47, 48
+	t.Run("domain metadata and the etag", func(t *testing.T) { // §4.1: a rowTracking-only domain update keeps the etag
 		m := a.with(t).newManaged()
 		e0 := m.etag()
 		res := m.mustUpdate("", map[string]any{"action": "set-domain-metadata",
@@ -295,12 +316,13 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 		}
 	})
 
-	t.Run("protocol contract on update", func(t *testing.T) { // case 50
+	t.Run("protocol contract on update", func(t *testing.T) {
 		m := a.with(t).newManaged()
 		e0 := m.etag()
 		noCM := map[string]any{"min-reader-version": 3, "min-writer-version": 7,
 			"reader-features": []string{"v2Checkpoint", "vacuumProtocolCheck", "deletionVectors"},
 			"writer-features": []string{"v2Checkpoint", "vacuumProtocolCheck", "deletionVectors", "inCommitTimestamp", "rowTracking", "domainMetadata"}}
+		// UC Delta case 50
 		deltaErr(t, m.update("", map[string]any{"action": "set-protocol", "protocol": noCM}), 400, invalidParam, "catalogManaged")
 		noRT := map[string]any{"min-reader-version": 3, "min-writer-version": 7,
 			"reader-features": []string{"catalogManaged", "v2Checkpoint", "vacuumProtocolCheck", "deletionVectors"},
@@ -309,14 +331,14 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 		if m.etag() != e0 {
 			t.Fatal("rejected set-protocol changed the etag")
 		}
-		// Dropping the feature together with its domain is fine; setting the domain afterwards is not.
+		// UC Delta case 49: dropping the feature together with its domain is fine; setting the domain afterwards is not.
 		m.mustUpdate("", map[string]any{"action": "set-protocol", "protocol": noRT},
 			map[string]any{"action": "remove-domain-metadata", "domains": []string{"delta.rowTracking"}})
 		deltaErr(t, m.update("", map[string]any{"action": "set-domain-metadata",
 			"updates": map[string]any{"delta.rowTracking": map[string]any{"rowIdHighWaterMark": 5}}}), 400, invalidParam, "rowTracking")
 	})
 
-	t.Run("columns and partitions", func(t *testing.T) { // case 53
+	t.Run("columns and partitions", func(t *testing.T) { // UC Delta case 53
 		m := a.with(t).newManaged()
 		cols := map[string]any{"type": "struct", "fields": []any{
 			map[string]any{"name": "new_id", "type": "long", "nullable": false, "metadata": map[string]any{}},
@@ -341,11 +363,12 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 			map[string]any{"name": "x", "type": "long", "nullable": true}}}}), 400, invalidParam, "columns.fields[0].metadata is required.")
 	})
 
-	t.Run("external table updates", func(t *testing.T) { // cases 51, 52, 64
+	t.Run("external table updates", func(t *testing.T) {
 		a := a.with(t)
 		cat, sch := a.newSchema()
 		ext := a.ok(http.StatusOK, http.MethodPost, tablesPath(cat, sch), externalBody("ext", "s3://bucket/u/"+uniq("e"))).obj(t)
 		m := &managedTable{a: a, cat: cat, sch: sch, tbl: "ext", uuid: str(t, dig(ext, "metadata", "table-uuid"))}
+		// UC Delta case 51
 		res := m.mustUpdate("", map[string]any{"action": "set-protocol", "protocol": map[string]any{
 			"min-reader-version": 3, "min-writer-version": 7, "reader-features": []string{"v2Checkpoint"}, "writer-features": []string{"v2Checkpoint"}}})
 		var feats []string
@@ -357,12 +380,21 @@ func TestDeltaUpdateMetadata(t *testing.T) {
 		if !slices.Equal(feats, []string{"delta.feature.v2Checkpoint"}) {
 			t.Fatalf("features = %v", feats)
 		}
+		// UC Delta case 52
 		res = m.mustUpdate("", map[string]any{"action": "update-metadata-snapshot-version", "last-commit-version": 42, "last-commit-timestamp-ms": 1700000000001})
 		if num(t, dig(res, "metadata", "last-commit-version")) != 42 || num(t, dig(res, "metadata", "last-commit-timestamp-ms")) != 1700000000001 {
 			t.Fatalf("snapshot version = %v", res["metadata"])
 		}
+		deltaErr(t, m.update("", map[string]any{"action": "update-metadata-snapshot-version", "last-commit-timestamp-ms": 5}), 400, invalidParam,
+			"update-metadata-snapshot-version requires last-commit-version")
+		deltaErr(t, m.update("", map[string]any{"action": "update-metadata-snapshot-version", "last-commit-version": 5}), 400, invalidParam,
+			"update-metadata-snapshot-version requires last-commit-timestamp-ms")
+		// UC Delta case 64
 		deltaErr(t, m.update("", commit(1)), 400, invalidParam, "MANAGED")
 		deltaErr(t, m.update("", backfill(1)), 400, invalidParam, "MANAGED")
+		if load := m.load(); num(t, dig(load, "metadata", "last-commit-version")) != 42 || dig(load, "metadata", "etag") != dig(res, "metadata", "etag") {
+			t.Fatalf("rejected updates changed the table: %v", load["metadata"])
+		}
 	})
 }
 
@@ -377,7 +409,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 
-	t.Run("first commit", func(t *testing.T) { // case 54
+	t.Run("first commit", func(t *testing.T) { // UC Delta case 54
 		m := a.with(t).newManaged()
 		before := m.load()
 		res := m.mustUpdate("", commit(1))
@@ -405,16 +437,26 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		deltaErr(t, m.update("", commit(2)), 400, invalidParam, "next version")
 	})
 
-	t.Run("replays and conflicts", func(t *testing.T) { // cases 55-58
+	t.Run("replays and conflicts", func(t *testing.T) {
 		m := a.with(t).newManaged()
 		m.mustUpdate("", commit(1))
-		e := m.etag()
+		before := m.load()
+		// UC Delta case 55
 		res := m.mustUpdate("", commit(1))
-		if got := commitVersions(t, res); !slices.Equal(got, []int64{1}) || dig(res, "metadata", "etag") != e {
+		if got := commitVersions(t, res); !slices.Equal(got, []int64{1}) || dig(res, "metadata", "etag") != dig(before, "metadata", "etag") {
 			t.Fatalf("replay changed state: %v", res)
 		}
+		if !jsonEqual(t, m.load(), before) {
+			t.Fatal("replay changed the table")
+		}
+		// UC Delta case 56
 		deltaErr(t, m.update("", commitAs(1, "other")), 409, "CommitVersionConflictException", "already accepted", commitFile(1, "other"))
+		// UC Delta case 57
 		deltaErr(t, m.update("", commit(3)), 400, invalidParam, "next version")
+		if !jsonEqual(t, m.load(), before) {
+			t.Fatal("a rejected commit changed the table")
+		}
+		// UC Delta case 58
 		m.mustUpdate("", commit(2))
 		m.mustUpdate("", commit(3))
 		for _, v := range []int64{1, 2} {
@@ -426,7 +468,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		deltaErr(t, m.update("", commitAs(2, "other")), 409, "CommitVersionConflictException", "already accepted")
 	})
 
-	t.Run("replay ignores etag and its other actions", func(t *testing.T) { // case 59
+	t.Run("replay ignores etag and its other actions", func(t *testing.T) { // UC Delta case 59
 		m := a.with(t).newManaged()
 		e0 := m.etag()
 		res := m.mustUpdate(e0, commit(1), setProps("p", "1"))
@@ -456,7 +498,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 	})
 
-	t.Run("replay does not backfill", func(t *testing.T) { // case 60
+	t.Run("replay does not backfill", func(t *testing.T) { // UC Delta case 60
 		m := a.with(t).newManaged()
 		m.mustUpdate("", commit(1))
 		m.mustUpdate("", commit(2))
@@ -469,7 +511,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 	})
 
-	t.Run("commit with backfill", func(t *testing.T) { // case 61
+	t.Run("commit with backfill", func(t *testing.T) { // UC Delta case 61
 		m := a.with(t).newManaged()
 		m.mustUpdate("", commit(1))
 		before := m.load()
@@ -483,7 +525,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		deltaErr(t, m.update("", commit(3), backfill(3)), 400, invalidParam, "Latest backfilled version 3 cannot be greater than the last commit version = 2")
 	})
 
-	t.Run("backfill and load order", func(t *testing.T) { // cases 32, 66
+	t.Run("backfill and load order", func(t *testing.T) { // UC Delta case 32
 		m := a.with(t).newManaged()
 		m.mustUpdate("", commit(1))
 		m.mustUpdate("", commit(2))
@@ -516,14 +558,35 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 	})
 
-	t.Run("backfill errors", func(t *testing.T) { // case 67
+	t.Run("backfill only", func(t *testing.T) { // UC Delta case 66
+		m := a.with(t).newManaged()
+		before := m.mustUpdate("", commit(1))
+		res := m.mustUpdate("", backfill(1))
+		if latest(t, res) != 1 {
+			t.Fatalf("backfill answer: latest %v", res["latest-table-version"])
+		}
+		for _, k := range []string{"etag", "updated-time"} {
+			if dig(res, "metadata", k) != dig(before, "metadata", k) {
+				t.Fatalf("backfill changed %s", k)
+			}
+		}
+		load := m.load()
+		if got := commitVersions(t, load); len(got) != 0 || latest(t, load) != 1 {
+			t.Fatalf("load after backfill 1: commits %v latest %v", got, load["latest-table-version"])
+		}
+		if dig(load, "metadata", "etag") != dig(before, "metadata", "etag") || dig(load, "metadata", "updated-time") != dig(before, "metadata", "updated-time") {
+			t.Fatal("backfill changed etag or updated-time")
+		}
+	})
+
+	t.Run("backfill errors", func(t *testing.T) { // UC Delta case 67
 		m := a.with(t).newManaged()
 		deltaErr(t, m.update("", backfill(1)), 400, invalidParam, "Backfill request requires a prior commit")
 		m.mustUpdate("", commit(1))
 		deltaErr(t, m.update("", backfill(5)), 400, invalidParam, "Should not backfill version 5")
 	})
 
-	t.Run("unbackfilled limit", func(t *testing.T) { // cases 71, 73
+	t.Run("unbackfilled limit", func(t *testing.T) { // UC Delta case 71
 		m := a.with(t).newManaged()
 		for v := int64(1); v <= 10; v++ {
 			m.mustUpdate("", commit(v))
@@ -536,10 +599,14 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		if got := commitVersions(t, res); !slices.Equal(got, []int64{11, 10, 9, 8, 7}) || latest(t, res) != 11 {
 			t.Fatalf("v11 + backfill 6: commits %v latest %v", got, res["latest-table-version"])
 		}
-		// Backfill below the oldest tracked version is a no-op.
+		// UC Delta case 73: a backfill below the oldest tracked version is a no-op.
+		before := m.load()
 		res = m.mustUpdate("", backfill(3))
 		if got := commitVersions(t, res); !slices.Equal(got, []int64{11, 10, 9, 8, 7}) {
 			t.Fatalf("backfill 3: commits %v", got)
+		}
+		if !jsonEqual(t, m.load(), before) {
+			t.Fatal("backfill below the oldest tracked version changed the table")
 		}
 
 		m2 := a.with(t).newManaged()
@@ -549,7 +616,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		deltaErr(t, m2.update("", commit(6), backfill(6)), 400, invalidParam, "Latest backfilled version 6 cannot be greater than the last commit version = 5")
 	})
 
-	t.Run("uniform on commit", func(t *testing.T) {
+	t.Run("uniform on commit", func(t *testing.T) { // UC Delta case 68
 		m := a.with(t).newManaged()
 		loc := str(t, dig(m.load(), "metadata", "location"))
 		uni := func(ml string, v int64) map[string]any {
@@ -559,7 +626,9 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 		deltaErr(t, m.update("", uni(loc+"/_uniform/v1.json", 1)), 400, invalidParam, "Uniform metadata must not be set unless")
 		deltaErr(t, m.update("", commit(1), setProps("delta.universalFormat.enabledFormats", "iceberg")), 400, invalidParam, "Uniform metadata must be set when")
+		// UC Delta case 68
 		deltaErr(t, m.update("", uni("s3://elsewhere/x.json", 1), setProps("delta.universalFormat.enabledFormats", "iceberg")), 400, invalidParam, "must be a subpath")
+		// UC Delta case 65
 		bad := uni(loc+"/_uniform/v1.json", 1)
 		bad["uniform"].(map[string]any)["iceberg"].(map[string]any)["converted-delta-version"] = 2
 		deltaErr(t, m.update("", bad, setProps("delta.universalFormat.enabledFormats", "iceberg")), 400, invalidParam, "converted-delta-version")
@@ -572,7 +641,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 	})
 
-	t.Run("auto-stamping", func(t *testing.T) { // case 62
+	t.Run("auto-stamping", func(t *testing.T) { // UC Delta case 62
 		m := a.with(t).newManaged()
 		res := m.mustUpdate("", commit(1), setProps("p", "1"))
 		if num(t, dig(res, "metadata", "last-commit-version")) != 1 || num(t, dig(res, "metadata", "last-commit-timestamp-ms")) != 1700000000001 {
@@ -602,7 +671,7 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 	})
 
-	t.Run("replay of a purged version", func(t *testing.T) { // case 72
+	t.Run("replay of a purged version", func(t *testing.T) { // UC Delta case 72
 		m := a.with(t).newManaged()
 		for v := int64(1); v <= 3; v++ {
 			m.mustUpdate("", commit(v))
@@ -638,9 +707,12 @@ func TestDeltaUpdateCommits(t *testing.T) {
 		}
 		deltaErr(t, m.update("", commit(2)), 409, "CommitVersionConflictException", "already accepted")
 
+		// The published file missing while the staged one exists: unknown.
 		if err := os.Remove(published); err != nil {
 			t.Fatal(err)
 		}
+		deltaErr(t, m.update("", commit(2)), 500, "CommitStateUnknownException", "retry")
+		// The published file is a directory: unknown.
 		if err := os.Mkdir(published, 0o755); err != nil {
 			t.Fatal(err)
 		}

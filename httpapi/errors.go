@@ -61,6 +61,10 @@ func classify(err error) problem {
 			msg = http.StatusText(he.Code)
 		}
 		return problem{status: he.Code, message: msg}
+	case errors.Is(err, cluster.ErrBadSnapshot), errors.Is(err, cluster.ErrLastVoter):
+		return problem{status: http.StatusBadRequest, message: err.Error()}
+	case errors.Is(err, cluster.ErrUnknownServer):
+		return problem{status: http.StatusNotFound, message: err.Error()}
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		return problem{status: http.StatusServiceUnavailable, retryAfter: true,
 			message: "The outcome of the request is unknown (leadership changed while it was being replicated); retry the identical request."}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -80,7 +81,7 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 		}
 		addr, lerr := p.s.cluster.LeaderHTTPAddr()
 		if lerr == nil {
-			sent, ferr := p.send(c, addr, body)
+			sent, ferr := p.send(c, addr, bytes.NewReader(body))
 			if ferr == nil {
 				return false, nil
 			}
@@ -102,9 +103,9 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 
 // send forwards once. sent is false when the request surely never reached
 // the leader (the connection could not be made).
-func (p *leaderProxy) send(c echo.Context, addr string, body []byte) (sent bool, err error) {
+func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bool, err error) {
 	in := c.Request()
-	out, err := http.NewRequestWithContext(in.Context(), in.Method, leaderURL(addr)+in.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(in.Context(), in.Method, leaderURL(addr)+in.URL.RequestURI(), body)
 	if err != nil {
 		return false, err
 	}
@@ -139,4 +140,53 @@ func leaderURL(addr string) string {
 		return addr
 	}
 	return "http://" + addr
+}
+
+// stream forwards a request whose body is too large to hold in memory
+// (a snapshot restore) once, without retrying.
+func (p *leaderProxy) stream(c echo.Context) error {
+	addr, err := p.s.cluster.LeaderHTTPAddr()
+	if err != nil {
+		return err
+	}
+	sent, err := p.send(c, addr, c.Request().Body)
+	if err != nil && sent {
+		return fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", cluster.ErrUnknownOutcome, addr, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", errLeaderUnreachable, err)
+	}
+	return nil
+}
+
+// callLeader sends one request of this node's own to the leader and
+// returns the answer's status and body.
+func (p *leaderProxy) callLeader(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	deadline := time.Now().Add(p.s.cfg.LeaderWait)
+	for {
+		addr, err := p.s.cluster.LeaderHTTPAddr()
+		if err == nil {
+			req, rerr := http.NewRequestWithContext(ctx, method, leaderURL(addr)+path, bytes.NewReader(body))
+			if rerr != nil {
+				return 0, nil, rerr
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(HeaderForwarded, p.s.cluster.ID())
+			resp, derr := p.client.Do(req)
+			if derr == nil {
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, b, nil
+			}
+			err = fmt.Errorf("%w: %v", errLeaderUnreachable, derr)
+		}
+		if time.Now().After(deadline) {
+			return 0, nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -8,6 +8,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/snapshot"
 )
 
 // Cluster is what the HTTP layer needs from the replication layer.
@@ -29,12 +31,21 @@ type Cluster interface {
 	LeaderHTTPAddr() (string, error)
 	Status() cluster.Status
 	Ready() bool
+
+	StateDigest() (uint64, string)
+	WriteSnapshot(ctx context.Context, w io.Writer) error
+	Restore(ctx context.Context, r io.Reader) (snapshot.Header, error)
+	TransferLeadership(ctx context.Context, id string) error
+	RemoveServer(ctx context.Context, id string) error
+	PrepareLeave(ctx context.Context) error
+	Shutdown() error
 }
 
 // Config tunes the HTTP layer.
 type Config struct {
 	MaxBodyBytes int64         // requests above this are refused with 413 (0: 8 MiB)
 	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
+	Credentials  StaticCredentials
 	Logger       *slog.Logger
 }
 
@@ -87,6 +98,9 @@ func (s *Server) Handler() http.Handler { return s.e }
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		if r.URL.Path == restorePath { // snapshots stream to disk, whatever their size
+			return next(c)
+		}
 		if r.ContentLength > s.cfg.MaxBodyBytes {
 			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body too large")
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -32,6 +33,13 @@ type Config struct {
 	MaxBodyBytes     int64
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	LeaveOnTerminate  bool
+
+	Credentials httpapi.StaticCredentials
 }
 
 // bindFlags registers every serve flag; each can also be set through the
@@ -53,6 +61,16 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted; larger ones get 413")
 	fs.DurationVar(&c.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "time without leader contact before a follower starts an election")
 	fs.DurationVar(&c.ElectionTimeout, "raft-election-timeout", time.Second, "time a candidate waits for votes")
+	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 8192, "take a raft snapshot once this many log entries were written since the last one")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check whether a snapshot is due")
+	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so lagging followers catch up without a full snapshot")
+	fs.StringVar(&c.Credentials.S3AccessKeyID, "s3-access-key-id", "", "S3 access key vended for s3:// table locations (prefer the environment variable)")
+	fs.StringVar(&c.Credentials.S3SecretAccessKey, "s3-secret-access-key", "", "S3 secret key vended with --s3-access-key-id (prefer the environment variable)")
+	fs.StringVar(&c.Credentials.S3SessionToken, "s3-session-token", "", "S3 session token vended with the S3 keys, if any")
+	fs.StringVar(&c.Credentials.GCSOAuthToken, "gcs-oauth-token", "", "OAuth token vended for gs:// table locations")
+	fs.StringVar(&c.Credentials.AzureSASToken, "azure-sas-token", "", "SAS token vended for abfs(s):// table locations")
+	fs.DurationVar(&c.Credentials.TTL, "credential-ttl", time.Hour, "validity declared on vended credentials")
+	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 
 // envName is the environment variable for a flag.
@@ -112,6 +130,15 @@ func (c *Config) Validate() error {
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("--bootstrap-expect must be at least 1, got %d", c.BootstrapExpect))
 	}
+	if (c.Credentials.S3AccessKeyID == "") != (c.Credentials.S3SecretAccessKey == "") {
+		errs = append(errs, errors.New("--s3-access-key-id and --s3-secret-access-key go together"))
+	}
+	if c.SnapshotThreshold == 0 {
+		errs = append(errs, errors.New("--snapshot-threshold must be at least 1"))
+	}
+	if c.SnapshotInterval <= 0 {
+		errs = append(errs, errors.New("--snapshot-interval must be positive"))
+	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
@@ -132,7 +159,8 @@ func (c *Config) clusterConfig(log *slog.Logger) cluster.Config {
 	return cluster.Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftBind: c.RaftAddr, RaftAdvertise: c.RaftAdvertise,
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
-		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, Logger: log}
+		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
+		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, Logger: log}
 }
 
 func parseLevel(s string) (slog.Level, error) {

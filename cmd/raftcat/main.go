@@ -23,9 +23,19 @@ import (
 const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalog Delta API.
 
 Usage:
-  raftcat [serve] [flags]        run a node (the default; with no flags, a single-node cluster)
-  raftcat healthcheck [flags]    exit 0 if the node at --addr is ready (for container healthchecks)
-  raftcat version                print the version
+  raftcat [serve] [flags]                    run a node (the default; with no flags, a single-node cluster)
+  raftcat healthcheck [--addr URL]           exit 0 if that node is ready (container healthchecks)
+  raftcat members [--addr URL]               list the cluster's nodes: raft role and gossip status
+  raftcat snapshot save [--addr URL] FILE    save a consistent backup of the whole catalog
+  raftcat snapshot inspect FILE              verify a backup and print what it holds
+  raftcat snapshot restore [--addr URL] FILE replace the cluster's state with a backup
+  raftcat transfer-leadership [--addr URL]   hand leadership to another node
+  raftcat leave [--addr URL]                 make that node leave the cluster and stop
+  raftcat remove-node [--addr URL] ID        remove a (dead) node from the cluster
+  raftcat version                            print the version
+
+--addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
+followers forward to the leader.
 
 Run 'raftcat serve --help' for the node's flags. Every flag can also be set
 through an environment variable: --node-id is RAFTCAT_NODE_ID, and so on.
@@ -45,6 +55,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args, stderr)
 	case "healthcheck":
 		return healthcheck(args, stdout, stderr)
+	case "snapshot":
+		return snapshotCmd(args, stdout, stderr)
+	case "members":
+		return membersCmd(args, stdout, stderr)
+	case "remove-node":
+		return postCmd("remove-node", "/v1/cluster/remove-node", args, stdout, stderr, 1)
+	case "transfer-leadership":
+		return postCmd("transfer-leadership", "/v1/cluster/transfer-leadership", args, stdout, stderr, 0)
+	case "leave":
+		return postCmd("leave", "/v1/cluster/leave", args, stdout, stderr, 0)
 	case "version":
 		fmt.Fprintln(stdout, "raftcat", cluster.Version)
 		return 0
@@ -102,7 +122,7 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials, Logger: log})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -113,6 +133,15 @@ func runNode(cfg Config, log *slog.Logger) error {
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
+		if cfg.LeaveOnTerminate {
+			leaveCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if lerr := api.Leave(leaveCtx); lerr != nil {
+				log.Warn("could not leave the cluster before stopping", "err", lerr)
+			}
+			cancel()
+		}
+	case <-node.Done():
+		log.Info("node left the cluster; shutting down")
 	case err = <-serveErr:
 		log.Error("HTTP server failed", "err", err)
 	}

@@ -30,6 +30,7 @@ type Node struct {
 	up   bool
 
 	leaderWait time.Duration
+	creds      httpapi.StaticCredentials
 }
 
 // Options tune a test cluster.
@@ -38,6 +39,8 @@ type Options struct {
 	Verbose   bool          // log to stderr (RAFTCAT_TEST_LOG=1 also turns it on)
 	// LeaderWait is how long a request waits for a leader before 503 (0: 1s).
 	LeaderWait time.Duration
+	// Credentials are vended for cloud table locations.
+	Credentials httpapi.StaticCredentials
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -84,7 +87,7 @@ func Add(t testing.TB, nodes []*Node, id string, bootstrapExpect int, opts Optio
 
 func newNode(t testing.TB, id string, expect int, join []string, opts Options) *Node {
 	t.Helper()
-	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait}
+	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials}
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
@@ -119,7 +122,7 @@ func (nd *Node) start() error {
 	// Restarts must come back on the same addresses: raft's configuration
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
-	nd.srv = &http.Server{Handler: httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait}).Handler()}
+	nd.srv = &http.Server{Handler: httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds}).Handler()}
 	go nd.srv.Serve(ln)
 	nd.up = true
 	return nil

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/snapshot"
+)
+
+// adminFlags parses the flags every admin command shares (--addr) and
+// returns the positional arguments.
+func adminFlags(name, usage string, args []string, stderr io.Writer, nargs int) (string, []string, bool) {
+	fs := flag.NewFlagSet("raftcat "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := "http://127.0.0.1:8080"
+	if v := os.Getenv("RAFTCAT_ADDR"); v != "" {
+		def = v
+	}
+	addr := fs.String("addr", def, "base URL of any node of the cluster [RAFTCAT_ADDR]")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: raftcat %s\n\n", usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", nil, false
+	}
+	if fs.NArg() != nargs {
+		fs.Usage()
+		return "", nil, false
+	}
+	return strings.TrimRight(*addr, "/"), fs.Args(), true
+}
+
+var adminClient = &http.Client{Timeout: 10 * time.Minute}
+
+// apiError extracts a readable message from an error answer.
+func apiError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e struct {
+		Error   any    `json:"error"`
+		Message string `json:"message"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &e) == nil {
+		if s, ok := e.Error.(string); ok && s != "" {
+			msg = s
+		} else if e.Message != "" {
+			msg = e.Message
+		}
+	}
+	return fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+}
+
+func snapshotCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "Usage: raftcat snapshot save|inspect|restore ...\n")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "save":
+		addr, pos, ok := adminFlags("snapshot save", "snapshot save [--addr URL] FILE", args[1:], stderr, 1)
+		if !ok {
+			return 2
+		}
+		err = snapshotSave(addr, pos[0], stdout)
+	case "inspect":
+		if len(args) != 2 {
+			fmt.Fprint(stderr, "Usage: raftcat snapshot inspect FILE\n")
+			return 2
+		}
+		err = snapshotInspect(args[1], stdout)
+	case "restore":
+		addr, pos, ok := adminFlags("snapshot restore", "snapshot restore [--addr URL] FILE", args[1:], stderr, 1)
+		if !ok {
+			return 2
+		}
+		err = snapshotRestore(addr, pos[0], stdout)
+	default:
+		fmt.Fprintf(stderr, "raftcat snapshot: unknown subcommand %q (save, inspect, restore)\n", args[0])
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "raftcat snapshot "+args[0]+":", err)
+		return 1
+	}
+	return 0
+}
+
+// snapshotSave downloads a consistent snapshot, verifies it, and only then
+// moves it into place.
+func snapshotSave(addr, file string, stdout io.Writer) error {
+	resp, err := adminClient.Get(addr + "/v1/cluster/snapshot")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return apiError(resp)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".raftcat-snapshot-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	n, err := io.Copy(tmp, resp.Body)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("download: %w", err)
+	}
+	info, err := inspectFile(tmp.Name())
+	if err != nil {
+		return fmt.Errorf("downloaded snapshot does not verify: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "saved %s: %d bytes, raft index %d, term %d, %d tables\n", file, n, info.hdr.Index, info.hdr.Term, info.tables)
+	return nil
+}
+
+type snapshotInfo struct {
+	hdr                                snapshot.Header
+	size                               int64
+	catalogs, schemas, tables, commits int
+}
+
+// inspectFile reads a whole snapshot file, verifying its checksum and
+// every record.
+func inspectFile(file string) (snapshotInfo, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return snapshotInfo{}, err
+	}
+	defer f.Close()
+	st, hdr, err := snapshot.ReadState(f)
+	if err != nil {
+		return snapshotInfo{}, err
+	}
+	fi, _ := f.Stat()
+	info := snapshotInfo{hdr: hdr, size: fi.Size()}
+	info.catalogs, info.schemas, info.tables, info.commits = st.Counts()
+	return info, nil
+}
+
+func snapshotInspect(file string, stdout io.Writer) error {
+	info, err := inspectFile(file)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "file\t%s\n", file)
+	fmt.Fprintf(w, "size\t%d bytes\n", info.size)
+	fmt.Fprintf(w, "format version\t%d\n", info.hdr.Version)
+	fmt.Fprintf(w, "raft index\t%d\n", info.hdr.Index)
+	fmt.Fprintf(w, "raft term\t%d\n", info.hdr.Term)
+	if info.hdr.CreatedUnixMs > 0 {
+		fmt.Fprintf(w, "created\t%s\n", time.UnixMilli(info.hdr.CreatedUnixMs).UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "catalogs\t%d\n", info.catalogs)
+	fmt.Fprintf(w, "schemas\t%d\n", info.schemas)
+	fmt.Fprintf(w, "tables\t%d\n", info.tables)
+	fmt.Fprintf(w, "tracked commits\t%d\n", info.commits)
+	fmt.Fprintf(w, "checksum\tok\n")
+	return w.Flush()
+}
+
+// snapshotRestore verifies the file locally, then uploads it; the cluster
+// verifies it again before anything changes.
+func snapshotRestore(addr, file string, stdout io.Writer) error {
+	info, err := inspectFile(file)
+	if err != nil {
+		return fmt.Errorf("refusing to restore %s: %w", file, err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	req, err := http.NewRequest(http.MethodPost, addr+"/v1/cluster/restore", f)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = info.size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := adminClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return apiError(resp)
+	}
+	fmt.Fprintf(stdout, "restored %s (raft index %d, %d tables) into the cluster at %s\n", file, info.hdr.Index, info.tables, addr)
+	return nil
+}
+
+func membersCmd(args []string, stdout, stderr io.Writer) int {
+	addr, _, ok := adminFlags("members", "members [--addr URL]", args, stderr, 0)
+	if !ok {
+		return 2
+	}
+	resp, err := adminClient.Get(addr + "/v1/cluster")
+	if err != nil {
+		fmt.Fprintln(stderr, "raftcat members:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, "raftcat members:", apiError(resp))
+		return 1
+	}
+	var st cluster.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		fmt.Fprintln(stderr, "raftcat members:", err)
+		return 1
+	}
+	printMembers(stdout, st)
+	return 0
+}
+
+func printMembers(stdout io.Writer, st cluster.Status) {
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tRAFT ADDR\tHTTP ADDR\tRAFT ROLE\tGOSSIP")
+	inRaft := map[string]bool{}
+	for _, m := range st.Members {
+		inRaft[m.ID] = true
+		role := "nonvoter"
+		if m.Voter {
+			role = "voter"
+		}
+		if m.Leader {
+			role = "leader"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.RaftAddr, m.HTTPAddr, role, m.Status)
+	}
+	for _, g := range st.Gossip {
+		if !inRaft[g.ID] {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", g.ID, g.RaftAddr, g.HTTPAddr, "not in raft", g.Status)
+		}
+	}
+	w.Flush()
+	fmt.Fprintf(stdout, "\nasked %s: state %s, leader %s, term %d, commit index %d\n", st.NodeID, st.State, st.LeaderID, st.Term, st.CommitIndex)
+}
+
+// postCmd runs an admin command that POSTs {"id": ...} to the cluster.
+func postCmd(name, path string, args []string, stdout, stderr io.Writer, nargs int) int {
+	usage := name + " [--addr URL]"
+	if nargs == 1 {
+		usage += " ID"
+	}
+	addr, pos, ok := adminFlags(name, usage, args, stderr, nargs)
+	if !ok {
+		return 2
+	}
+	body := map[string]string{}
+	if nargs == 1 {
+		body["id"] = pos[0]
+	}
+	raw, _ := json.Marshal(body)
+	resp, err := adminClient.Post(addr+path, "application/json", bytes.NewReader(raw))
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = apiError(resp)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "raftcat %s: %v\n", name, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	fmt.Fprintln(stdout, strings.TrimSpace(string(out)))
+	return 0
+}
