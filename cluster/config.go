@@ -30,6 +30,12 @@ type Config struct {
 	TrailingLogs      uint64        // 0: raft default
 	SnapshotInterval  time.Duration // 0: raft default
 
+	// DeadServerThreshold is how long gossip must report a server failed
+	// before autopilot removes it (0: never remove automatically).
+	DeadServerThreshold time.Duration
+	// MinQuorum is the fewest voters autopilot leaves (0: BootstrapExpect).
+	MinQuorum int
+
 	Logger *slog.Logger
 }
 
@@ -58,6 +64,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second
+	}
+	if c.MinQuorum == 0 {
+		c.MinQuorum = c.BootstrapExpect
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -118,7 +118,9 @@ func (n *Node) leaderLoop() {
 		case <-n.gossip.changed:
 		case <-tick.C:
 		}
-		if n.raft.State() != raft.Leader {
+		leader := n.raft.State() == raft.Leader
+		n.pilot.follow(leader)
+		if !leader {
 			continue
 		}
 		if term := n.raft.CurrentTerm(); n.readyTerm.Load() != term {

@@ -32,6 +32,8 @@ type Node struct {
 	trans   *raft.NetworkTransport
 	ml      *memberlist.Memberlist
 	gossip  *gossip
+	pilot   *pilot
+	hlog    hclog.Logger
 	// gossipAddr is read once: memberlist mutates its local node in place.
 	gossipAddr string
 
@@ -71,6 +73,7 @@ func Open(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
+	n.pilot = newPilot(n)
 	n.start(n.bootstrapLoop)
 	n.start(n.joinLoop)
 	n.start(n.leaderLoop)
@@ -92,6 +95,7 @@ func (n *Node) openRaft() error {
 	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
 		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
+	n.hlog = hlog
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
 		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
 	if err != nil {
@@ -195,6 +199,7 @@ func (n *Node) Shutdown() error {
 	n.shutOnce.Do(func() {
 		close(n.stop)
 		n.wg.Wait()
+		n.pilot.follow(false)
 		if lerr := n.ml.Leave(time.Second); lerr != nil {
 			n.log.Warn("gossip leave", "err", lerr)
 		}

@@ -26,6 +26,10 @@ type Status struct {
 	CommitIndex  uint64 `json:"commit_index"`
 	AppliedIndex uint64 `json:"applied_index"`
 	LastIndex    uint64 `json:"last_index"`
+	LastLogTerm  uint64 `json:"last_log_term"`
+	// LastContactMs is the time since this node last heard from the leader
+	// (0 on the leader, -1 if never).
+	LastContactMs int64 `json:"last_contact_ms"`
 	// LastSnapshotIndex is the index of this node's newest raft snapshot.
 	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
 	// SnapshotRestores counts snapshots restored since the process started
@@ -33,6 +37,15 @@ type Status struct {
 	SnapshotRestores uint64         `json:"snapshot_restores"`
 	Members          []Member       `json:"members"`
 	Gossip           []GossipMember `json:"gossip"`
+	// Autopilot is the leader's view of server health (leader only).
+	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
+}
+
+// AutopilotStatus summarises autopilot's health view.
+type AutopilotStatus struct {
+	Healthy          bool            `json:"healthy"`
+	FailureTolerance int             `json:"failure_tolerance"`
+	Servers          map[string]bool `json:"servers_healthy"`
 }
 
 // GossipMember is a node as gossip sees it, whether or not it is in the
@@ -52,7 +65,16 @@ func (n *Node) Status() Status {
 	s := Status{NodeID: n.cfg.NodeID, State: n.raft.State().String(), LeaderID: string(leader),
 		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.fsm.Applied(),
 		LastIndex: n.raft.LastIndex(), SnapshotRestores: n.fsm.restores.Load(), Members: []Member{}, Gossip: []GossipMember{}}
-	s.LastSnapshotIndex, _ = strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	stats := n.raft.Stats()
+	s.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+	s.LastLogTerm, _ = strconv.ParseUint(stats["last_log_term"], 10, 64)
+	s.LastContactMs = lastContactMs(stats)
+	if h := n.pilot.health(); h != nil && s.State == raft.Leader.String() {
+		s.Autopilot = &AutopilotStatus{Healthy: h.Healthy, FailureTolerance: h.FailureTolerance, Servers: map[string]bool{}}
+		for id, srv := range h.Servers {
+			s.Autopilot.Servers[string(id)] = srv.Health.Healthy
+		}
+	}
 	for _, m := range n.gossip.members() {
 		s.Gossip = append(s.Gossip, GossipMember{ID: m.meta.ID, GossipAddr: m.addr, RaftAddr: m.meta.RaftAddr,
 			HTTPAddr: m.meta.HTTPAddr, Status: m.status, Version: m.meta.Version})

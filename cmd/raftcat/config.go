@@ -38,6 +38,8 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 	LeaveOnTerminate  bool
+	DeadServerAfter   time.Duration
+	MinQuorum         int
 
 	Credentials httpapi.StaticCredentials
 }
@@ -70,6 +72,8 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.GCSOAuthToken, "gcs-oauth-token", "", "OAuth token vended for gs:// table locations")
 	fs.StringVar(&c.Credentials.AzureSASToken, "azure-sas-token", "", "SAS token vended for abfs(s):// table locations")
 	fs.DurationVar(&c.Credentials.TTL, "credential-ttl", time.Hour, "validity declared on vended credentials")
+	fs.DurationVar(&c.DeadServerAfter, "dead-server-threshold", 24*time.Hour, "remove a server once gossip has reported it failed this long (0: never remove automatically)")
+	fs.IntVar(&c.MinQuorum, "min-quorum", 0, "automatic removal never leaves fewer voters than this (default: --bootstrap-expect)")
 	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 
@@ -133,6 +137,9 @@ func (c *Config) Validate() error {
 	if (c.Credentials.S3AccessKeyID == "") != (c.Credentials.S3SecretAccessKey == "") {
 		errs = append(errs, errors.New("--s3-access-key-id and --s3-secret-access-key go together"))
 	}
+	if c.MinQuorum < 0 || c.DeadServerAfter < 0 {
+		errs = append(errs, errors.New("--min-quorum and --dead-server-threshold must not be negative"))
+	}
 	if c.SnapshotThreshold == 0 {
 		errs = append(errs, errors.New("--snapshot-threshold must be at least 1"))
 	}
@@ -160,7 +167,8 @@ func (c *Config) clusterConfig(log *slog.Logger) cluster.Config {
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
-		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, Logger: log}
+		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, DeadServerThreshold: c.DeadServerAfter,
+		MinQuorum: c.MinQuorum, Logger: log}
 }
 
 func parseLevel(s string) (slog.Level, error) {

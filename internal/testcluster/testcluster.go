@@ -41,6 +41,13 @@ type Options struct {
 	LeaderWait time.Duration
 	// Credentials are vended for cloud table locations.
 	Credentials httpapi.StaticCredentials
+	// Raft snapshot tuning (0: raft defaults).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	// Autopilot dead-server cleanup (0: off) and minimum voters.
+	DeadServerThreshold time.Duration
+	MinQuorum           int
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -91,7 +98,9 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
-		ElectionTimeout: opts.Heartbeat, Logger: logger(opts.Verbose)}
+		ElectionTimeout: opts.Heartbeat, SnapshotThreshold: opts.SnapshotThreshold, SnapshotInterval: opts.SnapshotInterval,
+		TrailingLogs: opts.TrailingLogs, DeadServerThreshold: opts.DeadServerThreshold, MinQuorum: opts.MinQuorum,
+		Logger: logger(opts.Verbose)}
 	if err := nd.start(); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
@@ -153,6 +162,16 @@ func (nd *Node) Restart(t testing.TB, join ...string) {
 
 // Up reports whether the node is running.
 func (nd *Node) Up() bool { return nd.up }
+
+// MarkStopped records that the node stopped by itself (it left the
+// cluster): Stop and Restart then treat it as down.
+func (nd *Node) MarkStopped() {
+	<-nd.Done()
+	if nd.up {
+		nd.up = false
+		_ = nd.srv.Close()
+	}
+}
 
 // WaitFor polls cond until it holds or the deadline passes.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
