@@ -75,7 +75,12 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (snapshot.Header, error
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return snapshot.Header{}, err
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
+	// Raft installs the snapshot at an index above both its own last index
+	// and this one. The state's header keeps the backup's index, so a
+	// replica that restores it reports an applied index at or below the
+	// true one (never above, which would let a read skip a wait) until the
+	// next entry moves it forward.
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size, Index: hdr.Index, Term: hdr.Term}
 	if err := n.raft.Restore(meta, f, n.cfg.ApplyTimeout); err != nil {
 		return snapshot.Header{}, mapRaftError(err)
 	}
