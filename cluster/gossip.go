@@ -7,6 +7,8 @@ import (
 	"log"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,4 +188,53 @@ func splitHostPort(addr string) (string, int, error) {
 	}
 	port, err := strconv.Atoi(p)
 	return host, port, err
+}
+
+// peerAddrs returns the gossip addresses of the other alive members.
+func (g *gossip) peerAddrs(self string) []string {
+	var out []string
+	for _, m := range g.members() {
+		if m.meta.ID != self && m.status == StatusAlive && m.addr != "" {
+			out = append(out, m.addr)
+		}
+	}
+	return out
+}
+
+const peersFile = "gossip-peers.json"
+
+// loadPeers reads the peers saved by a previous run (none if absent).
+func loadPeers(dataDir string) []string {
+	b, err := os.ReadFile(filepath.Join(dataDir, peersFile))
+	if err != nil {
+		return nil
+	}
+	var peers []string
+	_ = json.Unmarshal(b, &peers)
+	return peers
+}
+
+// savePeers records the known peers atomically.
+func savePeers(dataDir string, peers []string) error {
+	b, _ := json.Marshal(peers)
+	tmp := filepath.Join(dataDir, peersFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dataDir, peersFile))
+}
+
+// mergePeers joins address lists without duplicates, in order.
+func mergePeers(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, a := range l {
+			if a != "" && !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -9,25 +10,61 @@ import (
 	"github.com/raftcat/raftcat/fsm"
 )
 
-// joinLoop joins the gossip peers given at start, retrying until one
-// answers; afterwards gossip keeps the membership current by itself.
+// joinLoop joins gossip: the --join addresses plus every peer this node
+// knew when it last ran (a restarted node must find its cluster even when
+// --join names only itself). It retries until another node answers. Then
+// it keeps the known peers on disk for the next start, and joins again
+// whenever a server of the raft configuration is missing from gossip.
 func (n *Node) joinLoop() {
-	if len(n.cfg.Join) == 0 {
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		joined, err := n.ml.Join(n.cfg.Join)
-		if joined > 0 {
-			n.log.Info("joined gossip", "peers_contacted", joined)
-			return
+	peers := mergePeers(n.cfg.Join, loadPeers(n.cfg.DataDir))
+	for attempt := 0; len(peers) > 0 && n.ml.NumMembers() < 2; attempt++ {
+		contacted, err := n.ml.Join(peers)
+		if n.ml.NumMembers() > 1 {
+			n.log.Info("joined gossip", "peers_contacted", contacted, "members", n.ml.NumMembers())
+			break
 		}
 		if attempt%10 == 0 {
-			n.log.Warn("cannot reach any gossip peer yet; retrying", "join", n.cfg.Join, "err", err)
+			n.log.Warn("no other gossip peer answered yet; retrying", "peers", peers, "err", err)
 		}
 		if !n.sleep(time.Second) {
 			return
 		}
 	}
+	saved := ""
+	for {
+		if cur := n.gossip.peerAddrs(n.cfg.NodeID); len(cur) > 0 && strings.Join(cur, ",") != saved {
+			if err := savePeers(n.cfg.DataDir, cur); err != nil {
+				n.log.Warn("could not save gossip peers", "err", err)
+			} else {
+				saved = strings.Join(cur, ",")
+				peers = mergePeers(peers, cur)
+			}
+		}
+		if n.missingFromGossip() && len(peers) > 0 {
+			_, _ = n.ml.Join(peers)
+		}
+		if !n.sleep(2 * time.Second) {
+			return
+		}
+	}
+}
+
+// missingFromGossip reports whether a server of the raft configuration is
+// not alive in this node's gossip view (so its HTTP address is unknown).
+func (n *Node) missingFromGossip() bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == n.cfg.NodeID {
+			continue
+		}
+		if m, ok := n.gossip.get(string(s.ID)); !ok || m.status != StatusAlive {
+			return true
+		}
+	}
+	return false
 }
 
 // bootstrapLoop bootstraps a brand-new cluster exactly once: when this node

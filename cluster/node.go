@@ -168,6 +168,7 @@ func (n *Node) openGossip() error {
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = ahost, aport
 	}
+	mc.PushPullInterval = 10 * time.Second // small clusters: converge faster after a restart
 	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
 	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
 		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString()})

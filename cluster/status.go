@@ -96,9 +96,13 @@ func (n *Node) Status() Status {
 	return s
 }
 
-// Ready reports whether this node knows a leader and has applied
-// everything it knows to be committed.
+// Ready reports whether this node knows a leader (and, through gossip,
+// where to forward to it) and has applied everything it knows to be
+// committed.
 func (n *Node) Ready() bool {
+	if _, err := n.LeaderHTTPAddr(); err != nil && !n.IsLeader() {
+		return false // without the leader's address this node cannot forward
+	}
 	if _, id := n.raft.LeaderWithID(); id == "" {
 		return false
 	}

@@ -27,7 +27,8 @@ start() {
   local n=${1:-3}
   mkdir -p "$dir/bin"
   (cd "$here" && CGO_ENABLED=0 go build -o "$bin" ./cmd/raftcat)
-  local join=127.0.0.1:$((gossip_base + 1))
+  local join=
+  for i in $(seq 1 "$n"); do join="${join:+$join,}127.0.0.1:$((gossip_base + i))"; done
   for i in $(seq 1 "$n"); do
     if alive "$i"; then echo "node$i already running (pid $(cat "$dir/node$i.pid"))"; continue; fi
     mkdir -p "$dir/node$i"
