@@ -135,18 +135,26 @@ func (p *pilot) FetchServerStats(ctx context.Context, servers map[raft.ServerID]
 			mu.Unlock()
 			continue
 		}
+		// A server that cannot be asked is unhealthy: autopilot would
+		// otherwise keep its last (healthy) stats forever.
+		unreachable := &autopilot.ServerStats{LastContact: -1}
 		m, ok := p.n.gossip.get(string(id))
 		if !ok || m.meta.HTTPAddr == "" {
+			mu.Lock()
+			out[id] = unreachable
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			stats := unreachable
 			if st, err := p.remoteStatus(ctx, m.meta.HTTPAddr); err == nil {
-				mu.Lock()
-				out[id] = statsFrom(st)
-				mu.Unlock()
+				stats = statsFrom(st)
 			}
+			mu.Lock()
+			out[id] = stats
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
