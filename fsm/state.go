@@ -38,38 +38,22 @@ func (s *State) Initialized() bool { return s.meta != nil }
 
 // Catalog returns a catalog by name.
 func (s *State) Catalog(name string) (*Catalog, bool) {
-	v, ok := s.catalogs.Get([]byte(name))
-	if !ok {
-		return nil, false
-	}
-	return v.(*Catalog), true
+	return get[*Catalog](s.catalogs, []byte(name))
 }
 
 // Schema returns a schema by catalog and name.
 func (s *State) Schema(catalog, name string) (*Schema, bool) {
-	v, ok := s.schemas.Get(schemaKey(catalog, name))
-	if !ok {
-		return nil, false
-	}
-	return v.(*Schema), true
+	return get[*Schema](s.schemas, schemaKey(catalog, name))
 }
 
 // Table returns a table by its three-part name.
 func (s *State) Table(catalog, schema, name string) (*Table, bool) {
-	v, ok := s.tables.Get(tableKey(catalog, schema, name))
-	if !ok {
-		return nil, false
-	}
-	return v.(*Table), true
+	return get[*Table](s.tables, tableKey(catalog, schema, name))
 }
 
 // StagingTable returns a staging table by id.
 func (s *State) StagingTable(id string) (*StagingTable, bool) {
-	v, ok := s.staging.Get([]byte(id))
-	if !ok {
-		return nil, false
-	}
-	return v.(*StagingTable), true
+	return get[*StagingTable](s.staging, []byte(id))
 }
 
 // StagingByLocation returns the staging table that reserved a location.
@@ -167,28 +151,29 @@ func (t *tx) commit() *State {
 	}
 }
 
-func (t *tx) catalog(name string) (*Catalog, bool) {
-	v, ok := t.catalogs.Get([]byte(name))
-	if !ok {
-		return nil, false
-	}
-	return v.(*Catalog), true
-}
+func (t *tx) catalog(name string) (*Catalog, bool) { return get[*Catalog](t.catalogs, []byte(name)) }
 
 func (t *tx) schema(catalog, name string) (*Schema, bool) {
-	v, ok := t.schemas.Get(schemaKey(catalog, name))
-	if !ok {
-		return nil, false
-	}
-	return v.(*Schema), true
+	return get[*Schema](t.schemas, schemaKey(catalog, name))
 }
 
 func (t *tx) table(catalog, schema, name string) (*Table, bool) {
-	v, ok := t.tables.Get(tableKey(catalog, schema, name))
+	return get[*Table](t.tables, tableKey(catalog, schema, name))
+}
+
+// getter is what radix trees and their transactions share for lookups.
+type getter interface {
+	Get(k []byte) (any, bool)
+}
+
+// get looks a key up and returns its value with its concrete type.
+func get[T any](g getter, key []byte) (T, bool) {
+	v, ok := g.Get(key)
 	if !ok {
-		return nil, false
+		var zero T
+		return zero, false
 	}
-	return v.(*Table), true
+	return v.(T), true
 }
 
 func (t *tx) putCatalog(c *Catalog) { t.catalogs.Insert([]byte(c.Name), c) }

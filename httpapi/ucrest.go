@@ -186,12 +186,19 @@ func page(c echo.Context, maxAllowed int) (after string, limit int, err error) {
 	return after, limit, nil
 }
 
-func nextToken(n, limit int, last string) *string {
-	if n < limit || limit <= 0 {
-		return nil
+// listing renders one page: the items converted, and the token of the
+// next page when this page is full (the token is the last name returned).
+func listing[T, O any](key string, items []T, limit int, name func(T) string, conv func(T) O) map[string]any {
+	out := make([]O, 0, len(items))
+	for _, it := range items {
+		out = append(out, conv(it))
 	}
-	t := base64.RawURLEncoding.EncodeToString([]byte(last))
-	return &t
+	var next *string
+	if limit > 0 && len(items) >= limit {
+		t := base64.RawURLEncoding.EncodeToString([]byte(name(items[len(items)-1])))
+		next = &t
+	}
+	return map[string]any{key: out, "next_page_token": next}
 }
 
 const maxPage = 1000
@@ -205,16 +212,8 @@ func (s *Server) listCatalogs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cats := st.Catalogs(after, limit)
-	out := make([]catalogInfo, 0, len(cats))
-	for _, cat := range cats {
-		out = append(out, toCatalogInfo(cat))
-	}
-	var last string
-	if len(cats) > 0 {
-		last = cats[len(cats)-1].Name
-	}
-	return c.JSON(http.StatusOK, map[string]any{"catalogs": out, "next_page_token": nextToken(len(cats), limit, last)})
+	return c.JSON(http.StatusOK, listing("catalogs", st.Catalogs(after, limit), limit,
+		func(c *fsm.Catalog) string { return c.Name }, toCatalogInfo))
 }
 
 func (s *Server) getCatalog(c echo.Context) error {
@@ -325,16 +324,8 @@ func (s *Server) listSchemas(c echo.Context) error {
 	if _, ok := st.Catalog(catalog); !ok {
 		return fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
 	}
-	schemas := st.Schemas(catalog, after, limit)
-	out := make([]schemaInfo, 0, len(schemas))
-	for _, sc := range schemas {
-		out = append(out, toSchemaInfo(sc))
-	}
-	var last string
-	if len(schemas) > 0 {
-		last = schemas[len(schemas)-1].Name
-	}
-	return c.JSON(http.StatusOK, map[string]any{"schemas": out, "next_page_token": nextToken(len(schemas), limit, last)})
+	return c.JSON(http.StatusOK, listing("schemas", st.Schemas(catalog, after, limit), limit,
+		func(s *fsm.Schema) string { return s.Name }, toSchemaInfo))
 }
 
 // splitFullName splits "a.b" or "a.b.c" into n parts.
@@ -424,16 +415,8 @@ func (s *Server) listTables(c echo.Context) error {
 	if _, ok := st.Schema(catalog, schema); !ok {
 		return fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", catalog, schema)
 	}
-	tables := st.Tables(catalog, schema, after, limit)
-	out := make([]tableInfo, 0, len(tables))
-	for _, t := range tables {
-		out = append(out, toTableInfo(t))
-	}
-	var last string
-	if len(tables) > 0 {
-		last = tables[len(tables)-1].Name
-	}
-	return c.JSON(http.StatusOK, map[string]any{"tables": out, "next_page_token": nextToken(len(tables), limit, last)})
+	return c.JSON(http.StatusOK, listing("tables", st.Tables(catalog, schema, after, limit), limit,
+		func(t *fsm.Table) string { return t.Name }, toTableInfo))
 }
 
 func (s *Server) getTable(c echo.Context) error {
