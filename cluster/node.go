@@ -106,14 +106,11 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
-	advertise, err := resolveAdvertise(n.cfg.RaftBind, n.cfg.RaftAdvertise)
-	if err != nil {
-		return err
-	}
-	n.trans, err = raft.NewTCPTransportWithLogger(n.cfg.RaftBind, advertise, 3, 10*time.Second, hlog)
+	stream, err := newStreamLayer(n.cfg.RaftBind, n.cfg.RaftAdvertise)
 	if err != nil {
 		return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftBind, err)
 	}
+	n.trans = raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.NodeID)
 	rc.Logger = hlog
@@ -134,23 +131,6 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	return nil
-}
-
-// resolveAdvertise returns the address peers should dial, or nil to let
-// the transport use its bound address.
-func resolveAdvertise(bind, advertise string) (net.Addr, error) {
-	if advertise == "" {
-		host, _, err := net.SplitHostPort(bind)
-		if err != nil || (host != "" && !net.ParseIP(host).IsUnspecified()) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("raft address %q binds all interfaces: set an advertise address peers can reach", bind)
-	}
-	addr, err := net.ResolveTCPAddr("tcp", advertise)
-	if err != nil {
-		return nil, fmt.Errorf("raft advertise address %q: %w", advertise, err)
-	}
-	return addr, nil
 }
 
 func (n *Node) openGossip() error {
