@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func TestStreamLayerKeepsHostNamesAndDialsThem(t *testing.T) {
+	s, err := newStreamLayer("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, port, _ := net.SplitHostPort(s.Addr().String())
+	named, err := newStreamLayer("127.0.0.1:0", "localhost:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer named.Close()
+	if got := named.Addr().String(); got != "localhost:"+port {
+		t.Fatalf("advertised %q, want the host name kept", got)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := s.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := named.Dial(raft.ServerAddress("localhost:"+port), time.Second)
+	if err != nil {
+		t.Fatalf("dial by host name: %v", err)
+	}
+	c.Close()
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamLayerRefusesUnreachableAdvertise(t *testing.T) {
+	if _, err := newStreamLayer("0.0.0.0:0", ""); err == nil || !strings.Contains(err.Error(), "advertise") {
+		t.Fatalf("binding all interfaces without an advertise address: %v", err)
+	}
+	if _, err := newStreamLayer("127.0.0.1:0", "no-port"); err == nil {
+		t.Fatal("advertise address without a port was accepted")
+	}
+}
