@@ -53,7 +53,7 @@ func TestAutopilotNeverGoesBelowMinQuorum(t *testing.T) {
 		if !isMember(leader, dead.ID()) {
 			t.Fatalf("%s was removed although that leaves fewer than MinQuorum voters", dead.ID())
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // sampling an observation window, not synchronisation
 	}
 }
 
@@ -68,7 +68,7 @@ func TestAutopilotKeepsAServerPausedShorterThanTheThreshold(t *testing.T) {
 		if !isMember(leader, paused.ID()) {
 			t.Fatalf("%s was removed before the threshold", paused.ID())
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // sampling an observation window, not synchronisation
 	}
 	paused.Restart(t)
 	testcluster.WaitReady(t, paused)
