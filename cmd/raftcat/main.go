@@ -32,6 +32,7 @@ Usage:
   raftcat transfer-leadership [--addr URL]   hand leadership to another node
   raftcat leave [--addr URL]                 make that node leave the cluster and stop
   raftcat remove-node [--addr URL] ID        remove a (dead) node from the cluster
+  raftcat chaos check HISTORY                re-check a recorded client history for violations
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
@@ -63,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return postCmd("remove-node", "/v1/cluster/remove-node", args, stdout, stderr, 1)
 	case "transfer-leadership":
 		return postCmd("transfer-leadership", "/v1/cluster/transfer-leadership", args, stdout, stderr, 0)
+	case "chaos":
+		return chaosCmd(args, stdout, stderr)
 	case "leave":
 		return postCmd("leave", "/v1/cluster/leave", args, stdout, stderr, 0)
 	case "version":

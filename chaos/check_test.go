@@ -1,0 +1,133 @@
+package chaos
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// h builds histories compactly: times are in ms.
+type h []Op
+
+func commit(client int, table string, v int64, file string, from, to int64, outcome string, status int) Op {
+	return Op{Client: client, Table: table, Op: OpCommit, Version: v, FileName: file,
+		InvokeNs: from, CompleteNs: to, Outcome: outcome, Status: status}
+}
+
+func load(client int, table string, latest int64, from, to int64) Op {
+	return Op{Client: client, Table: table, Op: OpLoad, LatestVersion: latest, InvokeNs: from, CompleteNs: to, Outcome: OutcomeOK}
+}
+
+func final(table string, latest int64, commits map[int64]string) Op {
+	return Op{Client: 99, Table: table, Op: OpLoad, LatestVersion: latest, Final: true, Commits: commits,
+		InvokeNs: 1000, CompleteNs: 1001, Outcome: OutcomeOK}
+}
+
+func TestCheckAcceptsAHealthyConcurrentHistory(t *testing.T) {
+	ops := h{
+		load(0, "t", 0, 0, 1), load(1, "t", 0, 0, 1),
+		commit(0, "t", 1, "a1", 2, 5, OutcomeOK, 200),
+		commit(1, "t", 1, "b1", 3, 6, OutcomeFail, 409), // lost the race
+		load(1, "t", 1, 7, 8),
+		commit(1, "t", 2, "b2", 9, 12, OutcomeUnknown, 0), // timed out, then retried byte-identically
+		commit(1, "t", 2, "b2", 13, 14, OutcomeOK, 200),   // the retry is a replay or the commit itself
+		commit(0, "t", 2, "a2", 10, 15, OutcomeFail, 409), // concurrent with the unknown one
+		commit(0, "t", 4, "a4", 16, 17, OutcomeFail, 400), // a gap
+		commit(0, "u", 1, "x", 1, 2, OutcomeUnknown, 0),   // never applied: fine too
+		final("t", 2, map[int64]string{2: "b2"}),
+	}
+	res := Check(ops, 10*time.Second)
+	if !res.OK() || res.AcknowledgedCommits != 2 || res.LostCommits != 0 {
+		t.Fatalf("healthy history flagged: %+v", res)
+	}
+}
+
+func TestCheckFlagsDoctoredHistories(t *testing.T) {
+	cases := []struct {
+		name    string
+		ops     h
+		want    string
+		linear  bool
+		lostOps int
+	}{
+		{name: "lost acknowledged commit", ops: h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeOK, 200),
+			commit(0, "t", 2, "a2", 2, 3, OutcomeOK, 200),
+			final("t", 1, map[int64]string{1: "a1"}),
+		}, want: "acknowledged version 2 lost", linear: true, lostOps: 1},
+		{name: "acknowledged commit replaced", ops: h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeOK, 200),
+			final("t", 1, map[int64]string{1: "other"}),
+		}, want: "replaced by other", linear: true, lostOps: 1},
+		{name: "stale read", ops: h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeOK, 200),
+			load(1, "t", 0, 2, 3),
+			final("t", 1, nil),
+		}, want: "not linearizable"},
+		{name: "version acknowledged twice with different files", ops: h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeOK, 200),
+			commit(1, "t", 1, "b1", 2, 3, OutcomeOK, 200),
+			final("t", 1, map[int64]string{1: "a1"}),
+		}, want: "acknowledged with two files", lostOps: 1},
+		{name: "conflict reported for a free version", ops: h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeFail, 409),
+			final("t", 0, nil),
+		}, want: "not linearizable", linear: false},
+		{name: "no final load", ops: h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeOK, 200),
+		}, want: "no final load", linear: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := Check(c.ops, 10*time.Second)
+			if res.OK() {
+				t.Fatalf("doctored history passed: %+v", res)
+			}
+			if !strings.Contains(strings.Join(res.Violations, "\n"), c.want) {
+				t.Fatalf("violations %q lack %q", res.Violations, c.want)
+			}
+			if res.Linearizable != c.linear && c.name != "version acknowledged twice with different files" {
+				t.Fatalf("linearizable = %v, want %v", res.Linearizable, c.linear)
+			}
+			if res.LostCommits != c.lostOps {
+				t.Fatalf("lost = %d, want %d", res.LostCommits, c.lostOps)
+			}
+		})
+	}
+}
+
+func TestEtagUpdatesAreChecked(t *testing.T) {
+	ok := h{
+		{Client: 0, Table: "t", Op: OpLoad, ETag: "e1", InvokeNs: 0, CompleteNs: 1, Outcome: OutcomeOK},
+		{Client: 0, Table: "t", Op: OpUpdate, ETag: "e1", NewETag: "e2", InvokeNs: 2, CompleteNs: 3, Outcome: OutcomeOK},
+		{Client: 1, Table: "t", Op: OpUpdate, ETag: "e1", InvokeNs: 4, CompleteNs: 5, Outcome: OutcomeFail, Status: 409},
+		{Client: 1, Table: "t", Op: OpLoad, ETag: "e2", InvokeNs: 6, CompleteNs: 7, Outcome: OutcomeOK},
+	}
+	if res := Check(ok, 10*time.Second); !res.Linearizable {
+		t.Fatalf("valid etag history flagged: %+v", res)
+	}
+	stale := append(h{}, ok[:2]...)
+	stale = append(stale, Op{Client: 1, Table: "t", Op: OpLoad, ETag: "e1", InvokeNs: 6, CompleteNs: 7, Outcome: OutcomeOK})
+	if res := Check(stale, 10*time.Second); res.Linearizable {
+		t.Fatal("a load seeing the etag from before an acknowledged update passed")
+	}
+}
+
+func TestHistoryRoundTripAndValidation(t *testing.T) {
+	ops := h{commit(0, "t", 1, "a", 0, 1, OutcomeOK, 200), final("t", 1, map[int64]string{1: "a"})}
+	var buf bytes.Buffer
+	if err := WriteHistory(&buf, ops); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadHistory(&buf)
+	if err != nil || len(back) != 2 || back[1].Commits[1] != "a" {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	for _, bad := range []string{`{"op":"scan","table":"t","outcome":"ok"}`, `{"op":"load","table":"t","outcome":"maybe"}`,
+		`{"op":"load","outcome":"ok"}`, `{"op":"load","table":"t","outcome":"ok","invoke_ns":5,"complete_ns":1}`, `not json`} {
+		if _, err := ReadHistory(strings.NewReader(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// tableState is the model of one table: its ratified versions (file name
+// per version, index 0 is version 1) and its etag ("" until first seen).
+type tableState struct {
+	files []string
+	etag  string
+}
+
+func (s tableState) latest() int64 { return int64(len(s.files)) }
+
+func (s tableState) withCommit(file string) tableState {
+	return tableState{files: append(slices.Clip(s.files), file), etag: s.etag}
+}
+
+// step is the sequential specification of a table as the Delta API
+// defines it. It reports whether op could have produced its output from
+// state s, and the state after it.
+func step(s tableState, op Op) (bool, tableState) {
+	switch op.Op {
+	case OpLoad:
+		if op.Outcome != OutcomeOK {
+			return true, s
+		}
+		if op.LatestVersion != s.latest() || (s.etag != "" && op.ETag != "" && op.ETag != s.etag) {
+			return false, s
+		}
+		if s.etag == "" {
+			s.etag = op.ETag
+		}
+		return true, s
+	case OpCommit:
+		return stepCommit(s, op)
+	case OpUpdate:
+		matches := s.etag == "" || op.ETag == s.etag
+		switch op.Outcome {
+		case OutcomeOK:
+			return matches, tableState{files: s.files, etag: op.NewETag}
+		case OutcomeFail:
+			return op.Status != 409 || !matches, s
+		}
+		if matches { // unknown: if it applied, the new etag is not known
+			return true, tableState{files: s.files}
+		}
+		return true, s
+	}
+	return false, s
+}
+
+func stepCommit(s tableState, op Op) (bool, tableState) {
+	v, next := op.Version, s.latest()+1
+	taken := v >= 1 && v <= s.latest()
+	switch op.Outcome {
+	case OutcomeOK: // a new commit, or a replay of the same file
+		if v == next {
+			return true, s.withCommit(op.FileName)
+		}
+		return taken && s.files[v-1] == op.FileName, s
+	case OutcomeFail:
+		switch op.Status {
+		case 409: // version taken by another file
+			return taken && s.files[v-1] != op.FileName, s
+		case 400: // not the next version
+			return v > next || v < 1, s
+		}
+		return v != next || op.Status == 429, s // other refusals must not hide a commit
+	}
+	if v == next { // unknown outcome: linearized as applied; at the end it is as if it never was
+		return true, s.withCommit(op.FileName)
+	}
+	return true, s
+}
+
+// tableModel is the porcupine model, partitioned by table.
+var tableModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range h {
+			t := op.Input.(Op).Table
+			if _, ok := by[t]; !ok {
+				order = append(order, t)
+			}
+			by[t] = append(by[t], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, t := range order {
+			out = append(out, by[t])
+		}
+		return out
+	},
+	Init: func() any { return tableState{} },
+	Step: func(state, input, _ any) (bool, any) {
+		return step(state.(tableState), input.(Op))
+	},
+	Equal: func(a, b any) bool {
+		x, y := a.(tableState), b.(tableState)
+		return x.etag == y.etag && slices.Equal(x.files, y.files)
+	},
+	DescribeOperation: func(input, _ any) string {
+		op := input.(Op)
+		switch op.Op {
+		case OpCommit:
+			return fmt.Sprintf("commit v%d %s -> %s %d", op.Version, op.FileName, op.Outcome, op.Status)
+		case OpLoad:
+			return fmt.Sprintf("load -> v%d %s", op.LatestVersion, op.Outcome)
+		}
+		return fmt.Sprintf("update if %s -> %s %s", op.ETag, op.NewETag, op.Outcome)
+	},
+	DescribeState: func(state any) string {
+		s := state.(tableState)
+		return fmt.Sprintf("v%d etag %s [%s]", s.latest(), s.etag, strings.Join(s.files, " "))
+	},
+}
+
+// operations converts a history into porcupine operations. Final loads
+// are checked separately; unknown outcomes return at infinity.
+func operations(ops []Op) []porcupine.Operation {
+	out := make([]porcupine.Operation, 0, len(ops))
+	for _, op := range ops {
+		if op.Final {
+			continue
+		}
+		ret := op.CompleteNs
+		if op.Outcome == OutcomeUnknown {
+			ret = math.MaxInt64
+		}
+		out = append(out, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.InvokeNs, Output: op.Outcome, Return: ret})
+	}
+	return out
+}
