@@ -32,6 +32,7 @@ Usage:
   raftcat transfer-leadership [--addr URL]   hand leadership to another node
   raftcat leave [--addr URL]                 make that node leave the cluster and stop
   raftcat remove-node [--addr URL] ID        remove a (dead) node from the cluster
+  raftcat chaos [flags]                      a chaos drill on a local cluster, checked for lost commits
   raftcat chaos check HISTORY                re-check a recorded client history for violations
   raftcat version                            print the version
 

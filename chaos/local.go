@@ -1,0 +1,261 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// LocalCluster runs raftcat nodes as processes of this machine, so that
+// faults are real: SIGKILL, SIGSTOP/SIGCONT, restarts from the data dir.
+type LocalCluster struct {
+	Bin   string // raftcat binary
+	Dir   string // data dirs and logs
+	nodes []*localNode
+}
+
+type localNode struct {
+	name string
+	url  string
+	args []string
+	log  *os.File
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool
+}
+
+// StartLocal starts n nodes that form one cluster and waits until every
+// node is ready.
+func StartLocal(ctx context.Context, bin, dir string, n int) (*LocalCluster, error) {
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	c := &LocalCluster{Bin: bin, Dir: dir}
+	var join []string
+	for i := 0; i < n; i++ {
+		join = append(join, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("node%d", i+1)
+		nd := &localNode{name: name, url: fmt.Sprintf("http://127.0.0.1:%d", ports[3*i])}
+		nd.args = []string{"serve", "--node-id", name, "--data-dir", filepath.Join(dir, name),
+			"--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[3*i]), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
+			"--gossip-addr", join[i], "--join", joinList(join), "--bootstrap-expect", strconv.Itoa(n),
+			"--storage-root", "file://" + filepath.Join(dir, "warehouse"),
+			"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms", "--dead-server-threshold", "0"}
+		if nd.log, err = os.Create(filepath.Join(dir, name+".log")); err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, nd)
+		if err := nd.start(bin); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func joinList(addrs []string) string {
+	out := ""
+	for i, a := range addrs {
+		if i > 0 {
+			out += ","
+		}
+		out += a
+	}
+	return out
+}
+
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (nd *localNode) start(bin string) error {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	cmd := exec.Command(bin, nd.args...)
+	cmd.Stdout, cmd.Stderr = nd.log, nd.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", nd.name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	nd.cmd, nd.done, nd.paused = cmd, done, false
+	return nil
+}
+
+// URLs are the nodes' HTTP base URLs.
+func (c *LocalCluster) URLs() []string {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = nd.url
+	}
+	return out
+}
+
+// Names are the node ids.
+func (c *LocalCluster) Names() []string {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = nd.name
+	}
+	return out
+}
+
+// Kill sends SIGKILL to node i and waits for it to die.
+func (c *LocalCluster) Kill(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// Restart starts a killed node again from its data dir.
+func (c *LocalCluster) Restart(i int) error { return c.nodes[i].start(c.Bin) }
+
+// Pause stops node i (SIGSTOP): it keeps its sockets but answers nothing.
+func (c *LocalCluster) Pause(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	_ = nd.cmd.Process.Signal(syscall.SIGSTOP)
+	nd.paused = true
+}
+
+// Resume continues a paused node (SIGCONT).
+func (c *LocalCluster) Resume(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	_ = nd.cmd.Process.Signal(syscall.SIGCONT)
+	nd.paused = false
+}
+
+// Stop kills every node.
+func (c *LocalCluster) Stop() {
+	for i, nd := range c.nodes {
+		nd.mu.Lock()
+		running := nd.cmd != nil
+		paused := nd.paused
+		nd.mu.Unlock()
+		if running {
+			if paused {
+				c.Resume(i)
+			}
+			select {
+			case <-nd.done:
+			default:
+				c.Kill(i)
+			}
+		}
+		nd.log.Close()
+	}
+}
+
+// WaitReady waits until every node answers /readyz.
+func (c *LocalCluster) WaitReady(ctx context.Context) error {
+	for _, nd := range c.nodes {
+		for !ready(nd.url) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s not ready: %w (see %s)", nd.name, ctx.Err(), nd.log.Name())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+var probe = &http.Client{Timeout: 2 * time.Second}
+
+func ready(url string) bool {
+	resp, err := probe.Get(url + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// clusterView is the part of /v1/cluster the runner reads.
+type clusterView struct {
+	NodeID   string `json:"node_id"`
+	LeaderID string `json:"leader_id"`
+}
+
+// LeaderIndex returns the index of the node the others see as leader, or -1.
+func (c *LocalCluster) LeaderIndex() int {
+	for _, nd := range c.nodes {
+		resp, err := probe.Get(nd.url + "/v1/cluster")
+		if err != nil {
+			continue
+		}
+		var v clusterView
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || v.LeaderID == "" {
+			continue
+		}
+		for i, other := range c.nodes {
+			if other.name == v.LeaderID {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// Digests returns every node's (applied index, state digest).
+func (c *LocalCluster) Digests() ([]string, error) {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		resp, err := probe.Get(nd.url + "/v1/cluster/state-digest")
+		if err != nil {
+			return nil, err
+		}
+		var d struct {
+			Applied uint64 `json:"applied_index"`
+			Digest  string `json:"digest"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&d)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = fmt.Sprintf("%d:%s", d.Applied, d.Digest)
+	}
+	return out, nil
+}

@@ -1,0 +1,254 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Config is one chaos run against a local cluster.
+type Config struct {
+	Bin             string        // raftcat binary the nodes run
+	Out             string        // output directory (history.jsonl, summary.json, node logs)
+	Nodes           int           // cluster size
+	Duration        time.Duration // how long the workload and faults run
+	Seed            uint64
+	Tables          int // tables in the workload
+	ClientsPerTable int
+	FaultEvery      time.Duration // a fault starts this often
+	FaultFor        time.Duration // and is healed after this long
+}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind    string `json:"kind"` // kill or pause
+	Target  string `json:"target"`
+	Leader  bool   `json:"leader"`
+	StartNs int64  `json:"start"`
+	EndNs   int64  `json:"end"`
+	// RecoveryMs is the time from healing to the next acknowledged commit.
+	RecoveryMs int64 `json:"recovery_ms"`
+}
+
+// Summary is what a run found; it is written as summary.json.
+type Summary struct {
+	Result
+	Faults                 []Fault `json:"faults"`
+	Converged              bool    `json:"converged"`
+	LongestUnavailableMs   int64   `json:"longest_unavailability_ms"`
+	Seed                   uint64  `json:"seed"`
+	DurationMs             int64   `json:"duration_ms"`
+	Nodes                  int     `json:"nodes"`
+	FaultKindsNotAvailable string  `json:"fault_kinds_not_available,omitempty"`
+}
+
+// Run starts a cluster, runs the workload under faults, heals, checks.
+func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return Summary{}, err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cl, err := StartLocal(startCtx, cfg.Bin, cfg.Out, cfg.Nodes)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer cl.Stop()
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	rec := &recorder{start: time.Now()}
+	clients, err := setupClients(cfg, cl.URLs(), rng, rec)
+	if err != nil {
+		return Summary{}, err
+	}
+	fmt.Fprintf(log, "chaos: %d nodes, %d tables x %d clients, %v, seed %d\n", cfg.Nodes, cfg.Tables, cfg.ClientsPerTable, cfg.Duration, cfg.Seed)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.run(stop) }()
+	}
+	faults := injectFaults(ctx, cl, cfg, rng, rec, log)
+	close(stop)
+	wg.Wait()
+
+	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
+		FaultKindsNotAvailable: "network partitions and added latency are not injected by this runner yet"}
+	healCtx, cancelHeal := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelHeal()
+	if err := cl.WaitReady(healCtx); err != nil {
+		return sum, err
+	}
+	sum.Converged = waitConverged(healCtx, cl)
+	finalLoads(cl.URLs()[0], clients, rec)
+	ops := rec.snapshot()
+	sum.Result = Check(ops, 2*time.Minute)
+	if !sum.Converged {
+		sum.Violations = append(sum.Violations, "replicas did not converge to the same state digest")
+	}
+	sum.LongestUnavailableMs = longestGap(ops)
+	recoveries(sum.Faults, ops)
+	return sum, writeOutputs(cfg.Out, ops, sum)
+}
+
+func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]*client, error) {
+	var clients []*client
+	for t := 0; t < cfg.Tables; t++ {
+		name := fmt.Sprintf("chaos_%d_%d", cfg.Seed, t)
+		uuid, err := createTable(urls[0], name)
+		if err != nil {
+			return nil, err
+		}
+		for k := 0; k < cfg.ClientsPerTable; k++ {
+			clients = append(clients, &client{id: len(clients), table: name, uuid: uuid, urls: urls,
+				rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rec: rec})
+		}
+	}
+	return clients, nil
+}
+
+// injectFaults runs the fault schedule until the duration ends; every
+// fault is healed before it returns.
+func injectFaults(ctx context.Context, cl *LocalCluster, cfg Config, rng *rand.Rand, rec *recorder, log io.Writer) []Fault {
+	var faults []Fault
+	deadline := time.Now().Add(cfg.Duration)
+	kinds := []string{"kill", "pause"}
+	for time.Now().Add(cfg.FaultEvery).Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return faults
+		case <-time.After(cfg.FaultEvery - cfg.FaultFor):
+		}
+		leader := cl.LeaderIndex()
+		target := rng.IntN(cfg.Nodes)
+		if rng.IntN(2) == 0 && leader >= 0 {
+			target = leader
+		}
+		f := Fault{Kind: kinds[rng.IntN(len(kinds))], Target: cl.Names()[target], Leader: target == leader, StartNs: rec.now()}
+		if f.Kind == "kill" {
+			cl.Kill(target)
+		} else {
+			cl.Pause(target)
+		}
+		time.Sleep(cfg.FaultFor) // the fault lasts this long: it is the schedule, not synchronisation
+		if f.Kind == "kill" {
+			if err := cl.Restart(target); err != nil {
+				fmt.Fprintf(log, "chaos: restart %s: %v\n", f.Target, err)
+			}
+		} else {
+			cl.Resume(target)
+		}
+		f.EndNs = rec.now()
+		fmt.Fprintf(log, "chaos: %s %s (leader %v) for %v\n", f.Kind, f.Target, f.Leader, cfg.FaultFor)
+		faults = append(faults, f)
+	}
+	if rest := time.Until(deadline); rest > 0 {
+		time.Sleep(rest) // let the workload run to the end of the schedule
+	}
+	return faults
+}
+
+// waitConverged waits until every node reports the same state digest.
+func waitConverged(ctx context.Context, cl *LocalCluster) bool {
+	for {
+		if d, err := cl.Digests(); err == nil {
+			same := true
+			for _, x := range d[1:] {
+				same = same && x == d[0]
+			}
+			if same {
+				return true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// finalLoads records, per table, a linearizable load after healing with
+// the tracked commit log.
+func finalLoads(url string, clients []*client, rec *recorder) {
+	seen := map[string]bool{}
+	for _, c := range clients {
+		if seen[c.table] {
+			continue
+		}
+		seen[c.table] = true
+		op := Op{Client: 1000 + len(seen), Table: c.table, Op: OpLoad, Final: true, InvokeNs: rec.now()}
+		status, body, err := call(http.MethodGet, url+deltaBase+"/tables/"+c.table, nil)
+		op.CompleteNs = rec.now()
+		if err != nil || status != http.StatusOK {
+			op.Outcome, op.Status = OutcomeUnknown, status
+			rec.add(op)
+			continue
+		}
+		op.Outcome, op.Status = OutcomeOK, status
+		op.LatestVersion = int64(body["latest-table-version"].(float64))
+		op.Commits = map[int64]string{}
+		for _, cm := range body["commits"].([]any) {
+			m := cm.(map[string]any)
+			op.Commits[int64(m["version"].(float64))] = m["file-name"].(string)
+		}
+		rec.add(op)
+	}
+}
+
+// longestGap is the longest time without any acknowledged commit.
+func longestGap(ops []Op) int64 {
+	var acks []int64
+	for _, op := range ops {
+		if op.Op == OpCommit && op.Outcome == OutcomeOK {
+			acks = append(acks, op.CompleteNs)
+		}
+	}
+	sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+	var longest int64
+	for i := 1; i < len(acks); i++ {
+		longest = max(longest, acks[i]-acks[i-1])
+	}
+	return longest / int64(time.Millisecond)
+}
+
+// recoveries fills each fault's time from healing to the next acknowledged commit.
+func recoveries(faults []Fault, ops []Op) {
+	for i := range faults {
+		best := int64(-1)
+		for _, op := range ops {
+			if op.Op == OpCommit && op.Outcome == OutcomeOK && op.CompleteNs >= faults[i].EndNs {
+				if best < 0 || op.CompleteNs < best {
+					best = op.CompleteNs
+				}
+			}
+		}
+		if best >= 0 {
+			faults[i].RecoveryMs = (best - faults[i].EndNs) / int64(time.Millisecond)
+		}
+	}
+}
+
+func writeOutputs(dir string, ops []Op, sum Summary) error {
+	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	if err := WriteHistory(f, ops); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(sum, "", "  ")
+	return os.WriteFile(filepath.Join(dir, "summary.json"), b, 0o644)
+}

@@ -1,0 +1,161 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+)
+
+const deltaBase = "/api/2.1/unity-catalog/delta/v1/catalogs/unity/schemas/default"
+
+// recorder collects operations from concurrent clients.
+type recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []Op
+}
+
+func (r *recorder) now() int64 { return time.Since(r.start).Nanoseconds() }
+
+func (r *recorder) add(op Op) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+func (r *recorder) snapshot() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Op(nil), r.ops...)
+}
+
+var httpc = &http.Client{Timeout: 5 * time.Second}
+
+// call sends a JSON request and decodes a JSON answer. err is set for
+// transport failures (the outcome is then unknown).
+func call(method, url string, body any) (int, map[string]any, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, nil
+}
+
+// createTable stages and creates a managed Delta table; it returns its uuid.
+func createTable(url, name string) (string, error) {
+	status, st, err := call(http.MethodPost, url+deltaBase+"/staging-tables", map[string]any{"name": name})
+	if err != nil || status != http.StatusOK {
+		return "", fmt.Errorf("stage %s: %d %v %v", name, status, st, err)
+	}
+	body := map[string]any{"name": name, "location": st["location"], "table-type": "MANAGED",
+		"last-commit-timestamp-ms": 1, "protocol": st["required-protocol"], "properties": st["required-properties"],
+		"columns": map[string]any{"type": "struct", "fields": []any{
+			map[string]any{"name": "id", "type": "long", "nullable": false, "metadata": map[string]any{}}}}}
+	status, out, err := call(http.MethodPost, url+deltaBase+"/tables", body)
+	if err != nil || status != http.StatusOK {
+		return "", fmt.Errorf("create %s: %d %v %v", name, status, out, err)
+	}
+	return st["table-id"].(string), nil
+}
+
+// client is one sequential Delta writer: load, then commit the next
+// version, following the commit-recovery rules: an unknown outcome is
+// retried byte-identically until a definite answer; only a 409 (or a load
+// showing the version taken) makes it rebase.
+type client struct {
+	id    int
+	table string
+	uuid  string
+	urls  []string
+	rng   *rand.Rand
+	rec   *recorder
+	seq   int
+}
+
+func (c *client) url() string { return c.urls[c.rng.IntN(len(c.urls))] }
+
+func (c *client) run(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		latest, ok := c.load()
+		if !ok {
+			time.Sleep(50 * time.Millisecond) // client back-off after an unavailable answer
+			continue
+		}
+		c.commit(latest+1, stop)
+	}
+}
+
+func (c *client) load() (int64, bool) {
+	op := Op{Client: c.id, Table: c.table, Op: OpLoad, InvokeNs: c.rec.now()}
+	status, body, err := call(http.MethodGet, c.url()+deltaBase+"/tables/"+c.table, nil)
+	op.CompleteNs = c.rec.now()
+	switch {
+	case err != nil || status >= 500:
+		op.Outcome = OutcomeUnknown
+	case status != http.StatusOK:
+		op.Outcome, op.Status = OutcomeFail, status
+	default:
+		op.Outcome, op.Status = OutcomeOK, status
+		op.LatestVersion = int64(body["latest-table-version"].(float64))
+		op.ETag, _ = body["metadata"].(map[string]any)["etag"].(string)
+	}
+	c.rec.add(op)
+	return op.LatestVersion, op.Outcome == OutcomeOK
+}
+
+// commit tries version v until the outcome is definite (or the run ends).
+func (c *client) commit(v int64, stop <-chan struct{}) {
+	c.seq++
+	file := fmt.Sprintf("%020d.c%d-%d.json", v, c.id, c.seq)
+	updates := []any{map[string]any{"action": "add-commit", "commit": map[string]any{
+		"version": v, "timestamp": v, "file-name": file, "file-size": 100, "file-modification-timestamp": v}}}
+	if v > 1 { // report the previous version as published, so the 10-commit limit never bites
+		updates = append(updates, map[string]any{"action": "set-latest-backfilled-version", "latest-published-version": v - 1})
+	}
+	body := map[string]any{"requirements": []any{map[string]any{"type": "assert-table-uuid", "uuid": c.uuid}}, "updates": updates}
+	for {
+		op := Op{Client: c.id, Table: c.table, Op: OpCommit, Version: v, FileName: file, InvokeNs: c.rec.now()}
+		status, _, err := call(http.MethodPost, c.url()+deltaBase+"/tables/"+c.table, body)
+		op.CompleteNs = c.rec.now()
+		switch {
+		case err != nil || status >= 500:
+			op.Outcome = OutcomeUnknown
+		case status == http.StatusOK:
+			op.Outcome, op.Status = OutcomeOK, status
+		default:
+			op.Outcome, op.Status = OutcomeFail, status
+		}
+		c.rec.add(op)
+		if op.Outcome != OutcomeUnknown {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(50 * time.Millisecond): // retry back-off
+		}
+	}
+}
