@@ -99,16 +99,45 @@ func (c *client) run(stop <-chan struct{}) {
 			return
 		default:
 		}
-		latest, ok := c.load()
+		latest, etag, ok := c.load()
 		if !ok {
 			time.Sleep(50 * time.Millisecond) // client back-off after an unavailable answer
+			continue
+		}
+		if c.rng.IntN(5) == 0 {
+			c.update(etag)
 			continue
 		}
 		c.commit(latest+1, stop)
 	}
 }
 
-func (c *client) load() (int64, bool) {
+// update changes a table property guarded by assert-etag. An unknown
+// outcome is not retried: had it applied, the retry's etag would be stale.
+func (c *client) update(etag string) {
+	c.seq++
+	body := map[string]any{
+		"requirements": []any{map[string]any{"type": "assert-table-uuid", "uuid": c.uuid},
+			map[string]any{"type": "assert-etag", "etag": etag}},
+		"updates": []any{map[string]any{"action": "set-properties",
+			"updates": map[string]any{fmt.Sprintf("chaos.client%d", c.id): fmt.Sprint(c.seq)}}},
+	}
+	op := Op{Client: c.id, Table: c.table, Op: OpUpdate, ETag: etag, InvokeNs: c.rec.now()}
+	status, out, err := call(http.MethodPost, c.url()+deltaBase+"/tables/"+c.table, body)
+	op.CompleteNs = c.rec.now()
+	switch {
+	case err != nil || status >= 500:
+		op.Outcome = OutcomeUnknown
+	case status == http.StatusOK:
+		op.Outcome, op.Status = OutcomeOK, status
+		op.NewETag, _ = out["metadata"].(map[string]any)["etag"].(string)
+	default:
+		op.Outcome, op.Status = OutcomeFail, status
+	}
+	c.rec.add(op)
+}
+
+func (c *client) load() (int64, string, bool) {
 	op := Op{Client: c.id, Table: c.table, Op: OpLoad, InvokeNs: c.rec.now()}
 	status, body, err := call(http.MethodGet, c.url()+deltaBase+"/tables/"+c.table, nil)
 	op.CompleteNs = c.rec.now()
@@ -123,7 +152,7 @@ func (c *client) load() (int64, bool) {
 		op.ETag, _ = body["metadata"].(map[string]any)["etag"].(string)
 	}
 	c.rec.add(op)
-	return op.LatestVersion, op.Outcome == OutcomeOK
+	return op.LatestVersion, op.ETag, op.Outcome == OutcomeOK
 }
 
 // commit tries version v until the outcome is definite (or the run ends).
