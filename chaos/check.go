@@ -16,6 +16,8 @@ type Result struct {
 	Linearizable        bool     `json:"linearizable"`
 	LinearizabilityOK   string   `json:"linearizability_check"` // ok, illegal or unknown (timed out)
 	Violations          []string `json:"violations"`
+
+	info porcupine.LinearizationInfo // for the report's visualization
 }
 
 // OK reports whether the history shows no violation at all.
@@ -43,7 +45,9 @@ func Check(ops []Op, timeout time.Duration) Result {
 	}
 	res.LostCommits, res.Violations = checkFinal(ops, acked, res.Violations)
 
-	switch porcupine.CheckOperationsTimeout(tableModel, operations(ops), timeout) {
+	verdict, info := porcupine.CheckOperationsVerbose(tableModel, operations(ops), timeout)
+	res.info = info
+	switch verdict {
 	case porcupine.Ok:
 		res.Linearizable, res.LinearizabilityOK = true, "ok"
 	case porcupine.Illegal:

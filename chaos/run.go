@@ -250,5 +250,13 @@ func writeOutputs(dir string, ops []Op, sum Summary) error {
 		return err
 	}
 	b, _ := json.MarshalIndent(sum, "", "  ")
-	return os.WriteFile(filepath.Join(dir, "summary.json"), b, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), b, 0o644); err != nil {
+		return err
+	}
+	rf, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	defer rf.Close()
+	return WriteReport(rf, ops, sum)
 }

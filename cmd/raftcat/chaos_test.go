@@ -70,6 +70,9 @@ func TestChaosDrillFindsNoViolation(t *testing.T) {
 		sum.AcknowledgedCommits == 0 || len(sum.Faults) < 2 {
 		t.Fatalf("drill summary: %s\n%s", raw, output)
 	}
+	if fi, err := os.Stat(filepath.Join(out, "report.html")); err != nil || fi.Size() == 0 {
+		t.Fatalf("no HTML report: %v", err)
+	}
 	var check bytes.Buffer
 	if code := run([]string{"chaos", "check", filepath.Join(out, "history.jsonl")}, &check, &check); code != 0 {
 		t.Fatalf("re-check of the recorded history: exit %d\n%s", code, check.String())
