@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftcat/raftcat/internal/testcluster"
+)
+
+// TestComposeClusterSurvivesLosingAContainer runs the compose cluster the
+// way the README does: scripts/cluster-up.sh, the walk-through against a
+// node, the loss of the leader's container, more commits through the
+// survivors, then scripts/cluster-down.sh --volumes.
+func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("bash", args...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	sh("scripts/cluster-down.sh", "--volumes") // a clean start, whatever an earlier run left
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("docker", "logs", "--tail", "40", "raftcat_node1_1").CombinedOutput()
+			t.Logf("node1 log:\n%s", out)
+		}
+		cmd := exec.Command("bash", "scripts/cluster-down.sh", "--volumes")
+		cmd.Dir = root
+		_ = cmd.Run()
+	})
+	if out := sh("scripts/cluster-up.sh"); !strings.Contains(out, "compose cluster of 3 ready") {
+		t.Fatalf("cluster-up:\n%s", out)
+	}
+	if out := sh("scripts/walkthrough.sh", "http://127.0.0.1:8082"); !strings.Contains(out, "walk-through finished") {
+		t.Fatalf("walk-through:\n%s", out)
+	}
+	urls := []string{"http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"}
+	id := testcluster.CreateManaged(t, urls[0], urls[2], "unity", "default", "compose_t")
+	path := testcluster.TablePath("unity", "default", "compose_t")
+	if r := testcluster.Do(t, http.MethodPost, urls[1]+path, testcluster.CommitBody(id, 1, testcluster.StagedName(1, "c"))); r.Status != http.StatusOK {
+		t.Fatalf("commit v1: %d %s", r.Status, r.Raw)
+	}
+
+	leader := testcluster.Do(t, http.MethodGet, urls[0]+"/v1/cluster", nil).Body["leader_id"].(string)
+	if out, err := exec.Command("docker", "kill", "raftcat_"+leader+"_1").CombinedOutput(); err != nil {
+		t.Fatalf("docker kill %s: %v\n%s", leader, err, out)
+	}
+	var survivor string
+	for i, u := range urls {
+		if fmt.Sprintf("node%d", i+1) != leader {
+			survivor = u
+		}
+	}
+	// The survivors elect a leader and keep serving; a client retries 503s.
+	var r testcluster.Response
+	testcluster.WaitFor(t, 60*time.Second, "a commit after losing the leader's container", func() bool {
+		r = testcluster.Do(t, http.MethodPost, survivor+path, testcluster.CommitBody(id, 2, testcluster.StagedName(2, "c")))
+		return r.Status == http.StatusOK
+	})
+	load := testcluster.Do(t, http.MethodGet, survivor+path, nil)
+	if load.Body["latest-table-version"] != float64(2) {
+		t.Fatalf("after losing %s: %s", leader, load.Raw)
+	}
+}
