@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,12 +23,13 @@ type LocalCluster struct {
 	Bin   string // raftcat binary
 	Dir   string // data dirs and logs
 	nodes []*localNode
+	lab   *netLab // nil: every node on loopback, no network faults
 }
 
 type localNode struct {
 	name string
 	url  string
-	args []string
+	args []string // the command line, "ip netns exec NS" first inside a namespace
 	log  *os.File
 
 	mu     sync.Mutex
@@ -37,29 +40,27 @@ type localNode struct {
 
 // StartLocal starts n nodes that form one cluster and waits until every
 // node is ready.
-func StartLocal(ctx context.Context, bin, dir string, n int) (*LocalCluster, error) {
-	ports, err := freePorts(3 * n)
+func StartLocal(ctx context.Context, bin, dir string, n int, lab *netLab) (*LocalCluster, error) {
+	c := &LocalCluster{Bin: bin, Dir: dir, lab: lab}
+	http, raftA, gossip, err := addresses(n, lab)
 	if err != nil {
 		return nil, err
 	}
-	c := &LocalCluster{Bin: bin, Dir: dir}
-	var join []string
-	for i := 0; i < n; i++ {
-		join = append(join, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
-	}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("node%d", i+1)
-		nd := &localNode{name: name, url: fmt.Sprintf("http://127.0.0.1:%d", ports[3*i])}
-		nd.args = []string{"serve", "--node-id", name, "--data-dir", filepath.Join(dir, name),
-			"--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[3*i]), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
-			"--gossip-addr", join[i], "--join", joinList(join), "--bootstrap-expect", strconv.Itoa(n),
-			"--storage-root", "file://" + filepath.Join(dir, "warehouse"),
-			"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms", "--dead-server-threshold", "0"}
+		nd := &localNode{name: name, url: "http://" + http[i]}
+		if lab != nil {
+			nd.args = []string{"ip", "netns", "exec", lab.ns[i]}
+		}
+		nd.args = append(nd.args, bin, "serve", "--node-id", name, "--data-dir", filepath.Join(dir, name),
+			"--http-addr", http[i], "--raft-addr", raftA[i], "--gossip-addr", gossip[i], "--join", joinList(gossip),
+			"--bootstrap-expect", strconv.Itoa(n), "--storage-root", "file://"+filepath.Join(dir, "warehouse"),
+			"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms", "--dead-server-threshold", "0")
 		if nd.log, err = os.Create(filepath.Join(dir, name+".log")); err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, nd)
-		if err := nd.start(bin); err != nil {
+		if err := nd.start(); err != nil {
 			c.Stop()
 			return nil, err
 		}
@@ -69,6 +70,27 @@ func StartLocal(ctx context.Context, bin, dir string, n int) (*LocalCluster, err
 		return nil, err
 	}
 	return c, nil
+}
+
+// addresses picks each node's HTTP, raft and gossip address: free
+// loopback ports, or fixed ports on the node's namespace address.
+func addresses(n int, lab *netLab) (http, raftA, gossip []string, err error) {
+	if lab != nil {
+		for _, ip := range lab.ips {
+			http, raftA, gossip = append(http, ip+":8080"), append(raftA, ip+":8300"), append(gossip, ip+":8301")
+		}
+		return http, raftA, gossip, nil
+	}
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i := 0; i < n; i++ {
+		http = append(http, fmt.Sprintf("127.0.0.1:%d", ports[3*i]))
+		raftA = append(raftA, fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]))
+		gossip = append(gossip, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+	}
+	return http, raftA, gossip, nil
 }
 
 func joinList(addrs []string) string {
@@ -101,10 +123,10 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func (nd *localNode) start(bin string) error {
+func (nd *localNode) start() error {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
-	cmd := exec.Command(bin, nd.args...)
+	cmd := exec.Command(nd.args[0], nd.args[1:]...)
 	cmd.Stdout, cmd.Stderr = nd.log, nd.log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", nd.name, err)
@@ -144,7 +166,7 @@ func (c *LocalCluster) Kill(i int) {
 }
 
 // Restart starts a killed node again from its data dir.
-func (c *LocalCluster) Restart(i int) error { return c.nodes[i].start(c.Bin) }
+func (c *LocalCluster) Restart(i int) error { return c.nodes[i].start() }
 
 // Pause stops node i (SIGSTOP): it keeps its sockets but answers nothing.
 func (c *LocalCluster) Pause(i int) {
@@ -258,4 +280,40 @@ func (c *LocalCluster) Digests() ([]string, error) {
 		out[i] = fmt.Sprintf("%d:%s", d.Applied, d.Digest)
 	}
 	return out, nil
+}
+
+// inject starts a fault on node i and returns what heals it.
+func (c *LocalCluster) inject(kind string, i int, rng *rand.Rand) (func() error, error) {
+	switch kind {
+	case "kill":
+		c.Kill(i)
+		return func() error { return c.Restart(i) }, nil
+	case "pause":
+		c.Pause(i)
+		return func() error { c.Resume(i); return nil }, nil
+	case "latency":
+		return func() error { c.lab.heal(i); return nil }, c.lab.delay(i, 150)
+	}
+	minority := []int{i}
+	if kind == "split" && len(c.nodes) >= 5 {
+		minority = append(minority, (i+1+rng.IntN(len(c.nodes)-1))%len(c.nodes))
+	}
+	var majority []int
+	for j := range c.nodes {
+		if !slices.Contains(minority, j) {
+			majority = append(majority, j)
+		}
+	}
+	heal := func() error {
+		for j := range c.nodes {
+			c.lab.heal(j)
+		}
+		return nil
+	}
+	for _, m := range minority {
+		if err := c.lab.cut(m, majority); err != nil {
+			return heal, err
+		}
+	}
+	return heal, nil
 }

@@ -25,11 +25,14 @@ type Config struct {
 	ClientsPerTable int
 	FaultEvery      time.Duration // a fault starts this often
 	FaultFor        time.Duration // and is healed after this long
+	// Netns puts every node in its own network namespace, which adds
+	// partitions and latency to the faults (needs root and iproute2).
+	Netns bool
 }
 
 // Fault is one injected fault.
 type Fault struct {
-	Kind    string `json:"kind"` // kill or pause
+	Kind    string `json:"kind"` // kill, pause, partition (isolate the target), split (a minority with the target), latency
 	Target  string `json:"target"`
 	Leader  bool   `json:"leader"`
 	StartNs int64  `json:"start"`
@@ -57,7 +60,22 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cl, err := StartLocal(startCtx, cfg.Bin, cfg.Out, cfg.Nodes)
+	missing := "network partitions and latency: not requested (--netns=false)"
+	var lab *netLab
+	if cfg.Netns {
+		var err error
+		if lab, err = newNetLab(cfg.Nodes); err != nil {
+			missing = "network partitions and latency: network namespaces cannot be made here (" + err.Error() + ")"
+			fmt.Fprintf(log, "chaos: %s; running kill and pause faults only\n", missing)
+		} else {
+			missing = ""
+			if !lab.netem {
+				missing = "added latency: this kernel has no netem qdisc"
+			}
+			defer lab.close()
+		}
+	}
+	cl, err := StartLocal(startCtx, cfg.Bin, cfg.Out, cfg.Nodes, lab)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -81,7 +99,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	wg.Wait()
 
 	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
-		FaultKindsNotAvailable: "network partitions and added latency are not injected by this runner yet"}
+		FaultKindsNotAvailable: missing}
 	healCtx, cancelHeal := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelHeal()
 	if err := cl.WaitReady(healCtx); err != nil {
@@ -121,6 +139,12 @@ func injectFaults(ctx context.Context, cl *LocalCluster, cfg Config, rng *rand.R
 	var faults []Fault
 	deadline := time.Now().Add(cfg.Duration)
 	kinds := []string{"kill", "pause"}
+	if cl.lab != nil {
+		kinds = append(kinds, "partition", "split")
+		if cl.lab.netem {
+			kinds = append(kinds, "latency")
+		}
+	}
 	for time.Now().Add(cfg.FaultEvery).Before(deadline) {
 		select {
 		case <-ctx.Done():
@@ -133,18 +157,13 @@ func injectFaults(ctx context.Context, cl *LocalCluster, cfg Config, rng *rand.R
 			target = leader
 		}
 		f := Fault{Kind: kinds[rng.IntN(len(kinds))], Target: cl.Names()[target], Leader: target == leader, StartNs: rec.now()}
-		if f.Kind == "kill" {
-			cl.Kill(target)
-		} else {
-			cl.Pause(target)
+		heal, err := cl.inject(f.Kind, target, rng)
+		if err != nil {
+			fmt.Fprintf(log, "chaos: %s %s failed: %v\n", f.Kind, f.Target, err)
 		}
 		time.Sleep(cfg.FaultFor) // the fault lasts this long: it is the schedule, not synchronisation
-		if f.Kind == "kill" {
-			if err := cl.Restart(target); err != nil {
-				fmt.Fprintf(log, "chaos: restart %s: %v\n", f.Target, err)
-			}
-		} else {
-			cl.Resume(target)
+		if err := heal(); err != nil {
+			fmt.Fprintf(log, "chaos: healing %s %s: %v\n", f.Kind, f.Target, err)
 		}
 		f.EndNs = rec.now()
 		fmt.Fprintf(log, "chaos: %s %s (leader %v) for %v\n", f.Kind, f.Target, f.Leader, cfg.FaultFor)

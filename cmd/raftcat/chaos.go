@@ -28,11 +28,13 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.ClientsPerTable, "clients", 2, "clients per table")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 5*time.Second, "a fault starts this often")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "how long each fault lasts before it is healed")
+	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
 			"Starts a local cluster of raftcat processes, runs Delta commit clients against random nodes\n"+
-			"while killing (SIGKILL, restart from the data dir) and pausing (SIGSTOP/SIGCONT) the leader\n"+
-			"or a follower, heals every fault, then checks the recorded history: linearizability per\n"+
+			"while killing (SIGKILL, restart from the data dir), pausing (SIGSTOP/SIGCONT), partitioning\n"+
+			"(iptables in per-node network namespaces) or slowing (netem) the leader or a follower, heals\n"+
+			"every fault, then checks the recorded history: linearizability per\n"+
 			"table, no acknowledged commit lost, every replica at the same state digest. Exits 1 on any\n"+
 			"violation.\n\n")
 		fs.PrintDefaults()
@@ -73,6 +75,9 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 	fmt.Fprintf(w, "linearizable          %v\n", s.Linearizable)
 	fmt.Fprintf(w, "converged             %v\n", s.Converged)
 	fmt.Fprintf(w, "longest unavailable   %d ms\n", s.LongestUnavailableMs)
+	if s.FaultKindsNotAvailable != "" {
+		fmt.Fprintf(w, "not injected          %s\n", s.FaultKindsNotAvailable)
+	}
 	for _, v := range s.Violations {
 		fmt.Fprintln(w, "VIOLATION:", v)
 	}
