@@ -2,11 +2,9 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // LocalCluster runs raftcat nodes as processes of this machine, so that
@@ -208,78 +205,24 @@ func (c *LocalCluster) Stop() {
 }
 
 // WaitReady waits until every node answers /readyz.
-func (c *LocalCluster) WaitReady(ctx context.Context) error {
-	for _, nd := range c.nodes {
-		for !ready(nd.url) {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s not ready: %w (see %s)", nd.name, ctx.Err(), nd.log.Name())
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-var probe = &http.Client{Timeout: 2 * time.Second}
-
-func ready(url string) bool {
-	resp, err := probe.Get(url + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// clusterView is the part of /v1/cluster the runner reads.
-type clusterView struct {
-	NodeID   string `json:"node_id"`
-	LeaderID string `json:"leader_id"`
-}
+func (c *LocalCluster) WaitReady(ctx context.Context) error { return waitReady(ctx, c.URLs()) }
 
 // LeaderIndex returns the index of the node the others see as leader, or -1.
-func (c *LocalCluster) LeaderIndex() int {
-	for _, nd := range c.nodes {
-		resp, err := probe.Get(nd.url + "/v1/cluster")
-		if err != nil {
-			continue
-		}
-		var v clusterView
-		err = json.NewDecoder(resp.Body).Decode(&v)
-		resp.Body.Close()
-		if err != nil || v.LeaderID == "" {
-			continue
-		}
-		for i, other := range c.nodes {
-			if other.name == v.LeaderID {
-				return i
-			}
-		}
-	}
-	return -1
-}
+func (c *LocalCluster) LeaderIndex() int { return leaderIndex(c.URLs(), c.Names()) }
 
-// Digests returns every node's (applied index, state digest).
-func (c *LocalCluster) Digests() ([]string, error) {
-	out := make([]string, len(c.nodes))
-	for i, nd := range c.nodes {
-		resp, err := probe.Get(nd.url + "/v1/cluster/state-digest")
-		if err != nil {
-			return nil, err
+// Digests returns every node's "applied index:state digest".
+func (c *LocalCluster) Digests() ([]string, error) { return digests(c.URLs()) }
+
+// FaultKinds are the faults this cluster can be given.
+func (c *LocalCluster) FaultKinds() []string {
+	kinds := []string{"kill", "pause"}
+	if c.lab != nil {
+		kinds = append(kinds, "partition", "split")
+		if c.lab.netem {
+			kinds = append(kinds, "latency")
 		}
-		var d struct {
-			Applied uint64 `json:"applied_index"`
-			Digest  string `json:"digest"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&d)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		out[i] = fmt.Sprintf("%d:%s", d.Applied, d.Digest)
 	}
-	return out, nil
+	return kinds
 }
 
 // inject starts a fault on node i and returns what heals it.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -28,6 +29,11 @@ type Config struct {
 	// Netns puts every node in its own network namespace, which adds
 	// partitions and latency to the faults (needs root and iproute2).
 	Netns bool
+	// Compose runs against the running compose cluster instead of
+	// starting local processes.
+	Compose bool
+	// Faults limits the fault kinds (empty: every kind the cluster allows).
+	Faults []string
 }
 
 // Fault is one injected fault.
@@ -60,26 +66,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	missing := "network partitions and latency: not requested (--netns=false)"
-	var lab *netLab
-	if cfg.Netns {
-		var err error
-		if lab, err = newNetLab(cfg.Nodes); err != nil {
-			missing = "network partitions and latency: network namespaces cannot be made here (" + err.Error() + ")"
-			fmt.Fprintf(log, "chaos: %s; running kill and pause faults only\n", missing)
-		} else {
-			missing = ""
-			if !lab.netem {
-				missing = "added latency: this kernel has no netem qdisc"
-			}
-			defer lab.close()
-		}
-	}
-	cl, err := StartLocal(startCtx, cfg.Bin, cfg.Out, cfg.Nodes, lab)
+	cl, missing, stop, err := openTarget(startCtx, cfg, log)
 	if err != nil {
 		return Summary{}, err
 	}
-	defer cl.Stop()
+	defer stop()
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rec := &recorder{start: time.Now()}
 	clients, err := setupClients(cfg, cl.URLs(), rng, rec)
@@ -88,14 +79,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	}
 	fmt.Fprintf(log, "chaos: %d nodes, %d tables x %d clients, %v, seed %d\n", cfg.Nodes, cfg.Tables, cfg.ClientsPerTable, cfg.Duration, cfg.Seed)
 
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Add(1)
-		go func() { defer wg.Done(); c.run(stop) }()
+		go func() { defer wg.Done(); c.run(done) }()
 	}
 	faults := injectFaults(ctx, cl, cfg, rng, rec, log)
-	close(stop)
+	close(done)
 	wg.Wait()
 
 	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
@@ -117,10 +108,44 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	return sum, writeOutputs(cfg.Out, ops, sum)
 }
 
+// openTarget starts (or, with Compose, finds) the cluster to drill. It
+// returns what fault kinds could not be injected and how to stop it.
+func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string, func(), error) {
+	if cfg.Compose {
+		c, err := OpenCompose(ctx, cfg.Nodes)
+		return c, "latency and minority splits: not injected into the compose cluster", func() {}, err
+	}
+	missing := "network partitions and latency: not requested (--netns=false)"
+	var lab *netLab
+	if cfg.Netns {
+		var err error
+		if lab, err = newNetLab(cfg.Nodes); err != nil {
+			missing = "network partitions and latency: network namespaces cannot be made here (" + err.Error() + ")"
+			fmt.Fprintf(log, "chaos: %s; running kill and pause faults only\n", missing)
+		} else if missing = ""; !lab.netem {
+			missing = "added latency: this kernel has no netem qdisc"
+		}
+	}
+	cl, err := StartLocal(ctx, cfg.Bin, cfg.Out, cfg.Nodes, lab)
+	stop := func() {
+		if cl != nil {
+			cl.Stop()
+		}
+		if lab != nil {
+			lab.close()
+		}
+	}
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	return cl, missing, stop, nil
+}
+
 func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]*client, error) {
 	var clients []*client
 	for t := 0; t < cfg.Tables; t++ {
-		name := fmt.Sprintf("chaos_%d_%d", cfg.Seed, t)
+		name := fmt.Sprintf("chaos_%d_%d_%d", cfg.Seed, time.Now().Unix()%1000000, t) // unique on a reused cluster
 		uuid, err := createTable(urls[0], name)
 		if err != nil {
 			return nil, err
@@ -135,15 +160,17 @@ func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]*
 
 // injectFaults runs the fault schedule until the duration ends; every
 // fault is healed before it returns.
-func injectFaults(ctx context.Context, cl *LocalCluster, cfg Config, rng *rand.Rand, rec *recorder, log io.Writer) []Fault {
+func injectFaults(ctx context.Context, cl target, cfg Config, rng *rand.Rand, rec *recorder, log io.Writer) []Fault {
 	var faults []Fault
 	deadline := time.Now().Add(cfg.Duration)
-	kinds := []string{"kill", "pause"}
-	if cl.lab != nil {
-		kinds = append(kinds, "partition", "split")
-		if cl.lab.netem {
-			kinds = append(kinds, "latency")
-		}
+	kinds := cl.FaultKinds()
+	if len(cfg.Faults) > 0 {
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return !slices.Contains(cfg.Faults, k) })
+	}
+	if len(kinds) == 0 {
+		fmt.Fprintln(log, "chaos: none of the requested fault kinds can be injected here; running without faults")
+		time.Sleep(time.Until(deadline)) // the workload still runs its course
+		return nil
 	}
 	for time.Now().Add(cfg.FaultEvery).Before(deadline) {
 		select {
@@ -176,7 +203,7 @@ func injectFaults(ctx context.Context, cl *LocalCluster, cfg Config, rng *rand.R
 }
 
 // waitConverged waits until every node reports the same state digest.
-func waitConverged(ctx context.Context, cl *LocalCluster) bool {
+func waitConverged(ctx context.Context, cl target) bool {
 	for {
 		if d, err := cl.Digests(); err == nil {
 			same := true

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/raftcat/raftcat/chaos"
@@ -28,6 +29,8 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.ClientsPerTable, "clients", 2, "clients per table")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 5*time.Second, "a fault starts this often")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "how long each fault lasts before it is healed")
+	faults := fs.String("faults", "", "comma-separated fault kinds to use (kill, pause, partition, split, latency; default: all that can be injected)")
+	fs.BoolVar(&cfg.Compose, "compose", false, "drill the running compose cluster (scripts/cluster-up.sh; --nodes 3 or 5) with docker kill, pause and network disconnects")
 	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
@@ -41,6 +44,9 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *faults != "" {
+		cfg.Faults = strings.Split(*faults, ",")
 	}
 	if cfg.Nodes < 1 || cfg.Tables < 1 || cfg.ClientsPerTable < 1 || cfg.FaultFor >= cfg.FaultEvery {
 		fmt.Fprintln(stderr, "raftcat chaos: need --nodes, --tables, --clients >= 1 and --fault-for < --fault-every")

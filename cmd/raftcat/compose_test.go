@@ -74,4 +74,19 @@ func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 	if load.Body["latest-table-version"] != float64(2) {
 		t.Fatalf("after losing %s: %s", leader, load.Raw)
 	}
+
+	// The lost container comes back; then a short drill against the compose
+	// cluster: docker kill, pause and network disconnects under a commit load.
+	if out, err := exec.Command("docker", "start", "raftcat_"+leader+"_1").CombinedOutput(); err != nil {
+		t.Fatalf("docker start %s: %v\n%s", leader, err, out)
+	}
+	drillOut := t.TempDir()
+	drill := exec.Command(raftcatBinary(t), "chaos", "--compose", "--duration", "15s", "--fault-every", "3s",
+		"--fault-for", "1500ms", "--faults", "kill,pause,partition", "--seed", "5", "--tables", "2", "--out", drillOut)
+	if out, err := drill.CombinedOutput(); err != nil {
+		t.Fatalf("compose drill: %v\n%s", err, out)
+	}
+	if out := sh("scripts/cluster-down.sh"); !strings.Contains(out, "node1") {
+		t.Fatalf("cluster-down:\n%s", out)
+	}
 }

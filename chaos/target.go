@@ -1,0 +1,89 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// target is a cluster a drill runs against and injects faults into.
+type target interface {
+	URLs() []string
+	Names() []string
+	LeaderIndex() int
+	Digests() ([]string, error)
+	WaitReady(ctx context.Context) error
+	FaultKinds() []string
+	inject(kind string, i int, rng *rand.Rand) (heal func() error, err error)
+}
+
+var probe = &http.Client{Timeout: 2 * time.Second}
+
+func ready(url string) bool {
+	resp, err := probe.Get(url + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// waitReady waits until every node answers /readyz.
+func waitReady(ctx context.Context, urls []string) error {
+	for _, u := range urls {
+		for !ready(u) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s not ready: %w", u, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// leaderIndex asks the nodes who leads and returns its index, or -1.
+func leaderIndex(urls, names []string) int {
+	for _, u := range urls {
+		var v struct {
+			LeaderID string `json:"leader_id"`
+		}
+		if getJSON(u+"/v1/cluster", &v) != nil || v.LeaderID == "" {
+			continue
+		}
+		for i, n := range names {
+			if n == v.LeaderID {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// digests returns every node's "applied index:state digest".
+func digests(urls []string) ([]string, error) {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		var d struct {
+			Applied uint64 `json:"applied_index"`
+			Digest  string `json:"digest"`
+		}
+		if err := getJSON(u+"/v1/cluster/state-digest", &d); err != nil {
+			return nil, err
+		}
+		out[i] = fmt.Sprintf("%d:%s", d.Applied, d.Digest)
+	}
+	return out, nil
+}
+
+func getJSON(url string, v any) error {
+	resp, err := probe.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
