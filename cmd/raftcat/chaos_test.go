@@ -52,7 +52,7 @@ func TestChaosCheckCommand(t *testing.T) {
 func TestChaosDrillFindsNoViolation(t *testing.T) {
 	bin := raftcatBinary(t)
 	out := t.TempDir()
-	cmd := exec.Command(bin, "chaos", "--duration", "45s", "--fault-every", "3s", "--fault-for", "1500ms",
+	cmd := exec.Command(bin, "chaos", "--duration", "90s", "--fault-every", "3s", "--fault-for", "1500ms",
 		"--seed", "42", "--tables", "2", "--clients", "2", "--out", out)
 	output, err := cmd.CombinedOutput()
 	if err != nil {
@@ -67,7 +67,7 @@ func TestChaosDrillFindsNoViolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !sum.Linearizable || !sum.Converged || sum.LostCommits != 0 || len(sum.Violations) != 0 ||
-		sum.AcknowledgedCommits == 0 || len(sum.Faults) < 8 {
+		sum.AcknowledgedCommits == 0 || len(sum.Faults) < 15 {
 		t.Fatalf("drill summary: %s\n%s", raw, output)
 	}
 	if fi, err := os.Stat(filepath.Join(out, "report.html")); err != nil || fi.Size() == 0 {
