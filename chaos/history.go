@@ -44,7 +44,7 @@ type Op struct {
 
 	// load: what was observed; update: ETag is the asserted etag and
 	// NewETag the etag the update answered with.
-	LatestVersion int64  `json:"latest_version,omitempty"`
+	LatestVersion int64  `json:"latest_version"` // kept when 0: a load that saw version 0 says so
 	ETag          string `json:"etag,omitempty"`
 	NewETag       string `json:"new_etag,omitempty"`
 
