@@ -125,14 +125,8 @@ func (c *client) update(etag string) {
 	op := Op{Client: c.id, Table: c.table, Op: OpUpdate, ETag: etag, InvokeNs: c.rec.now()}
 	status, out, err := call(http.MethodPost, c.url()+deltaBase+"/tables/"+c.table, body)
 	op.CompleteNs = c.rec.now()
-	switch {
-	case err != nil || status >= 500:
-		op.Outcome = OutcomeUnknown
-	case status == http.StatusOK:
-		op.Outcome, op.Status = OutcomeOK, status
+	if op.settle(status, err) == OutcomeOK {
 		op.NewETag, _ = out["metadata"].(map[string]any)["etag"].(string)
-	default:
-		op.Outcome, op.Status = OutcomeFail, status
 	}
 	c.rec.add(op)
 }
@@ -141,13 +135,7 @@ func (c *client) load() (int64, string, bool) {
 	op := Op{Client: c.id, Table: c.table, Op: OpLoad, InvokeNs: c.rec.now()}
 	status, body, err := call(http.MethodGet, c.url()+deltaBase+"/tables/"+c.table, nil)
 	op.CompleteNs = c.rec.now()
-	switch {
-	case err != nil || status >= 500:
-		op.Outcome = OutcomeUnknown
-	case status != http.StatusOK:
-		op.Outcome, op.Status = OutcomeFail, status
-	default:
-		op.Outcome, op.Status = OutcomeOK, status
+	if op.settle(status, err) == OutcomeOK {
 		op.LatestVersion = int64(body["latest-table-version"].(float64))
 		op.ETag, _ = body["metadata"].(map[string]any)["etag"].(string)
 	}
@@ -169,14 +157,7 @@ func (c *client) commit(v int64, stop <-chan struct{}) {
 		op := Op{Client: c.id, Table: c.table, Op: OpCommit, Version: v, FileName: file, InvokeNs: c.rec.now()}
 		status, _, err := call(http.MethodPost, c.url()+deltaBase+"/tables/"+c.table, body)
 		op.CompleteNs = c.rec.now()
-		switch {
-		case err != nil || status >= 500:
-			op.Outcome = OutcomeUnknown
-		case status == http.StatusOK:
-			op.Outcome, op.Status = OutcomeOK, status
-		default:
-			op.Outcome, op.Status = OutcomeFail, status
-		}
+		op.settle(status, err)
 		c.rec.add(op)
 		if op.Outcome != OutcomeUnknown {
 			return
@@ -187,4 +168,18 @@ func (c *client) commit(v int64, stop <-chan struct{}) {
 		case <-time.After(50 * time.Millisecond): // retry back-off
 		}
 	}
+}
+
+// settle records the outcome of an answer: a transport error or a 5xx is
+// unknown (it may have applied), 200 is ok, anything else a definite fail.
+func (op *Op) settle(status int, err error) string {
+	switch {
+	case err != nil || status >= 500:
+		op.Outcome = OutcomeUnknown
+	case status == http.StatusOK:
+		op.Outcome, op.Status = OutcomeOK, status
+	default:
+		op.Outcome, op.Status = OutcomeFail, status
+	}
+	return op.Outcome
 }
