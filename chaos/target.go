@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/raftcat/raftcat/internal/localcluster"
 )
 
 // target is a cluster a drill runs against and injects faults into.
@@ -22,28 +24,8 @@ type target interface {
 
 var probe = &http.Client{Timeout: 2 * time.Second}
 
-func ready(url string) bool {
-	resp, err := probe.Get(url + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 // waitReady waits until every node answers /readyz.
-func waitReady(ctx context.Context, urls []string) error {
-	for _, u := range urls {
-		for !ready(u) {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s not ready: %w", u, ctx.Err())
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
+var waitReady = localcluster.WaitReady
 
 // leaderIndex asks the nodes who leads and returns its index, or -1.
 func leaderIndex(urls, names []string) int {

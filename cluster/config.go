@@ -29,6 +29,12 @@ type Config struct {
 	SnapshotThreshold uint64        // 0: raft default
 	TrailingLogs      uint64        // 0: raft default
 	SnapshotInterval  time.Duration // 0: raft default
+	// MaxAppendEntries caps the entries one log write and one
+	// AppendEntries RPC carry: the group-commit batch (0: 128).
+	MaxAppendEntries int
+	// GroupCommitBatches is how many batches of proposals may be in raft
+	// at once; proposals arriving meanwhile wait to leave together (0: 1).
+	GroupCommitBatches int
 
 	// DeadServerThreshold is how long gossip must report a server failed
 	// before autopilot removes it (0: never remove automatically).
@@ -61,6 +67,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = time.Second
+	}
+	if c.MaxAppendEntries == 0 {
+		c.MaxAppendEntries = 128
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second

@@ -27,6 +27,8 @@ type Node struct {
 	machine *fsm.Machine
 	fsm     *machineFSM
 	raft    *raft.Raft
+	group   *groupCommit
+	reads   *readIndex
 	store   *raftboltdb.BoltStore
 	snaps   raft.SnapshotStore
 	trans   *raft.NetworkTransport
@@ -126,10 +128,22 @@ func (n *Node) openRaft() error {
 		rc.SnapshotInterval = n.cfg.SnapshotInterval
 	}
 	n.snaps = snaps
-	n.raft, err = raft.NewRaft(rc, n.fsm, store, store, snaps, n.trans)
+	// Group commit: proposals queue without a rendezvous with the leader
+	// loop, which takes up to MaxAppendEntries of them into one log write
+	// (one fsync) and one AppendEntries per follower.
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = n.cfg.MaxAppendEntries
+	// Replication reads recent entries from memory, not from bbolt.
+	logs, err := raft.NewLogCache(4096, store)
+	if err != nil {
+		return err
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
+	n.group = newGroupCommit(n.raft, n.cfg.ApplyTimeout, n.cfg.GroupCommitBatches)
+	n.reads = &readIndex{raft: n.raft}
 	return nil
 }
 

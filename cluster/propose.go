@@ -29,7 +29,7 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 	if err != nil {
 		return fsm.Result{}, 0, err
 	}
-	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	f := n.group.apply(data)
 	if err := f.Error(); err != nil {
 		return fsm.Result{}, 0, mapRaftError(err)
 	}
@@ -79,9 +79,9 @@ func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error
 	if err := n.waitEstablished(ctx); err != nil {
 		return nil, 0, err
 	}
-	readIndex := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
-		return nil, 0, mapRaftError(err)
+	readIndex, err := n.reads.wait(ctx)
+	if err != nil {
+		return nil, 0, err
 	}
 	if err := n.fsm.WaitApplied(ctx, readIndex); err != nil {
 		return nil, 0, err

@@ -37,6 +37,9 @@ type Status struct {
 	SnapshotRestores uint64         `json:"snapshot_restores"`
 	Members          []Member       `json:"members"`
 	Gossip           []GossipMember `json:"gossip"`
+	// GroupCommit counts the proposals this node sent to raft and the
+	// batches they left in: proposals per batch is the group-commit gain.
+	GroupCommit GroupCommitStats `json:"group_commit"`
 	// Autopilot is the leader's view of server health (leader only).
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
 }
@@ -69,6 +72,7 @@ func (n *Node) Status() Status {
 	s.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
 	s.LastLogTerm, _ = strconv.ParseUint(stats["last_log_term"], 10, 64)
 	s.LastContactMs = lastContactMs(stats)
+	s.GroupCommit = n.group.stats()
 	if h := n.pilot.health(); h != nil && s.State == raft.Leader.String() {
 		s.Autopilot = &AutopilotStatus{Healthy: h.Healthy, FailureTolerance: h.FailureTolerance, Servers: map[string]bool{}}
 		for id, srv := range h.Servers {

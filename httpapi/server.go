@@ -47,6 +47,7 @@ type Config struct {
 	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
 	Credentials  StaticCredentials
 	Logger       *slog.Logger
+	Pprof        bool // serve net/http/pprof under /debug/pprof/
 }
 
 // Headers raftcat adds to or reads from requests.
@@ -85,6 +86,9 @@ func New(c Cluster, cfg Config) *Server {
 	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit)
 
 	s.registerAdmin(s.e)
+	if cfg.Pprof {
+		registerPprof(s.e)
+	}
 	api := s.e.Group("/api/2.1/unity-catalog", s.routeToLeader, unescapeParams)
 	s.registerUC(api)
 	s.registerDelta(api.Group("/delta/v1"))

@@ -37,9 +37,12 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	MaxAppendEntries  int
+	GroupCommit       int
 	LeaveOnTerminate  bool
 	DeadServerAfter   time.Duration
 	MinQuorum         int
+	Pprof             bool
 
 	Credentials httpapi.StaticCredentials
 }
@@ -65,6 +68,8 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ElectionTimeout, "raft-election-timeout", time.Second, "time a candidate waits for votes")
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 8192, "take a raft snapshot once this many log entries were written since the last one")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check whether a snapshot is due")
+	fs.IntVar(&c.MaxAppendEntries, "raft-max-append-entries", 128, "group commit: most log entries written with one fsync and sent in one AppendEntries (1..1024)")
+	fs.IntVar(&c.GroupCommit, "group-commit-batches", 1, "batches of proposals in raft at once; proposals arriving meanwhile wait and share the next batch's log write and fsync (1..64)")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so lagging followers catch up without a full snapshot")
 	fs.StringVar(&c.Credentials.S3AccessKeyID, "s3-access-key-id", "", "S3 access key vended for s3:// table locations (prefer the environment variable)")
 	fs.StringVar(&c.Credentials.S3SecretAccessKey, "s3-secret-access-key", "", "S3 secret key vended with --s3-access-key-id (prefer the environment variable)")
@@ -74,6 +79,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Credentials.TTL, "credential-ttl", time.Hour, "validity declared on vended credentials")
 	fs.DurationVar(&c.DeadServerAfter, "dead-server-threshold", 24*time.Hour, "remove a server once gossip has reported it failed this long (0: never remove automatically)")
 	fs.IntVar(&c.MinQuorum, "min-quorum", 0, "automatic removal never leaves fewer voters than this (default: --bootstrap-expect)")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler (net/http/pprof) under /debug/pprof/ on the HTTP listener; unauthenticated, so only where that listener is private")
 	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 
@@ -131,6 +137,12 @@ func (c *Config) Validate() error {
 	if host, _, err := net.SplitHostPort(c.HTTPAdvertise); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
 		errs = append(errs, fmt.Errorf("--http-advertise %q is not reachable by peers: set it when --http-addr binds all interfaces", c.HTTPAdvertise))
 	}
+	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
+		errs = append(errs, fmt.Errorf("--raft-max-append-entries must be within 1..1024, got %d", c.MaxAppendEntries))
+	}
+	if c.GroupCommit < 1 || c.GroupCommit > 64 {
+		errs = append(errs, fmt.Errorf("--group-commit-batches must be within 1..64, got %d", c.GroupCommit))
+	}
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("--bootstrap-expect must be at least 1, got %d", c.BootstrapExpect))
 	}
@@ -167,7 +179,7 @@ func (c *Config) clusterConfig(log *slog.Logger) cluster.Config {
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
-		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, DeadServerThreshold: c.DeadServerAfter,
+		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
 		MinQuorum: c.MinQuorum, Logger: log}
 }
 

@@ -34,6 +34,8 @@ Usage:
   raftcat remove-node [--addr URL] ID        remove a (dead) node from the cluster
   raftcat chaos [flags]                      a chaos drill on a local cluster, checked for lost commits
   raftcat chaos check HISTORY                re-check a recorded client history for violations
+  raftcat bench [flags]                      measure commits/s and latency (optionally against etcd)
+  raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
@@ -67,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return postCmd("transfer-leadership", "/v1/cluster/transfer-leadership", args, stdout, stderr, 0)
 	case "chaos":
 		return chaosCmd(args, stdout, stderr)
+	case "bench":
+		return benchCmd(args, stdout, stderr)
 	case "leave":
 		return postCmd("leave", "/v1/cluster/leave", args, stdout, stderr, 0)
 	case "version":
@@ -126,7 +130,7 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials, Logger: log})
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials, Logger: log, Pprof: cfg.Pprof})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -1,0 +1,281 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftcat/raftcat/internal/localcluster"
+)
+
+const tablesPath = "/api/2.1/unity-catalog/delta/v1/catalogs/unity/schemas/default/tables/"
+
+// raftcatSystem drives the Delta API of a cluster.
+type raftcatSystem struct {
+	urls    []string
+	tables  []string // URLs of the workload's tables
+	acked   tableCounts
+	leader  bool
+	http    *http.Client
+	cluster *localcluster.Cluster // nil for a cluster given by URL
+}
+
+func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem, error) {
+	s := &raftcatSystem{urls: cfg.URLs, leader: cfg.Leader, http: &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute},
+	}}
+	if len(s.urls) == 0 {
+		fmt.Fprintf(log, "bench: starting a three-node raftcat cluster in %s\n", cfg.Dir)
+		cl, err := localcluster.Start(ctx, localcluster.Options{Bin: cfg.Bin, Dir: cfg.Dir + "/raftcat", Nodes: 3, Flags: cfg.ServeFlags})
+		if err != nil {
+			return nil, err
+		}
+		s.cluster, s.urls = cl, cl.URLs()
+		fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
+	} else if err := localcluster.WaitReady(ctx, s.urls); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *raftcatSystem) name() string { return "raftcat" }
+
+func (s *raftcatSystem) verify(ctx context.Context, clients int) error {
+	return s.acked.check(func(t int) (int64, error) {
+		w := &deltaWriter{s: s, url: s.tables[t]}
+		return w.load(ctx)
+	}, clients)
+}
+
+func (s *raftcatSystem) pids() []int {
+	if s.cluster == nil {
+		return nil
+	}
+	return s.cluster.Pids()
+}
+
+func (s *raftcatSystem) close() {
+	if s.cluster != nil {
+		s.cluster.Stop()
+	}
+}
+
+// leaderURL asks the nodes which one leads.
+func (s *raftcatSystem) leaderURL() (string, error) {
+	for _, u := range s.urls {
+		var st struct {
+			LeaderHTTP string `json:"leader_http_addr"`
+		}
+		if _, err := s.do(http.MethodGet, u+"/v1/cluster", nil, &st); err == nil && st.LeaderHTTP != "" {
+			return "http://" + st.LeaderHTTP, nil
+		}
+	}
+	return "", fmt.Errorf("no node knows a leader")
+}
+
+func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]committer, error) {
+	targets := s.urls
+	if s.leader {
+		u, err := s.leaderURL()
+		if err != nil {
+			return nil, err
+		}
+		targets = []string{u}
+	}
+	run := fmt.Sprintf("bench_%d", time.Now().UnixNano()%1e12)
+	names := make([]string, tables)
+	uuids := make([]string, tables)
+	var next atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < min(tables, 16); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < tables && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				names[i] = fmt.Sprintf("%s_%d", run, i)
+				id, err := s.create(targets[i%len(targets)], names[i])
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				uuids[i] = id
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.acked = make(tableCounts, tables)
+	for _, n := range names {
+		s.tables = append(s.tables, targets[0]+tablesPath+n)
+	}
+	out := make([]committer, clients)
+	for i := range out {
+		t := i % tables
+		out[i] = &deltaWriter{s: s, url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
+	}
+	return out, nil
+}
+
+// create stages and creates a managed Delta table and returns its uuid.
+func (s *raftcatSystem) create(base, name string) (string, error) {
+	var st struct {
+		ID         string            `json:"table-id"`
+		Location   string            `json:"location"`
+		Protocol   json.RawMessage   `json:"required-protocol"`
+		Properties map[string]string `json:"required-properties"`
+	}
+	staging := strings.Replace(base+tablesPath, "/tables/", "/staging-tables", 1)
+	if code, err := s.do(http.MethodPost, staging, map[string]any{"name": name}, &st); err != nil || code != http.StatusOK {
+		return "", fmt.Errorf("stage %s: status %d: %v", name, code, err)
+	}
+	body := map[string]any{"name": name, "location": st.Location, "table-type": "MANAGED",
+		"last-commit-timestamp-ms": 1, "protocol": st.Protocol, "properties": st.Properties,
+		"columns": map[string]any{"type": "struct", "fields": []any{
+			map[string]any{"name": "id", "type": "long", "nullable": false, "metadata": map[string]any{}}}}}
+	if code, err := s.do(http.MethodPost, strings.TrimSuffix(base+tablesPath, "/"), body, nil); err != nil || code != http.StatusOK {
+		return "", fmt.Errorf("create %s: status %d: %v", name, code, err)
+	}
+	return st.ID, nil
+}
+
+// do sends a JSON request and decodes a 200 answer into out.
+func (s *raftcatSystem) do(method, url string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	return s.send(context.Background(), method, url, rd, out)
+}
+
+func (s *raftcatSystem) send(ctx context.Context, method, url string, body io.Reader, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && out != nil {
+		return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // drain, so the connection is reused
+	return resp.StatusCode, nil
+}
+
+// deltaWriter is one Delta writer: it loads the table, then asks for
+// add-commit of the next version asserting the table uuid and reporting
+// the previous version as published, so the unbackfilled-commit limit
+// never bites.
+type deltaWriter struct {
+	s     *raftcatSystem
+	url   string
+	uuid  string
+	id    int
+	seq   int
+	buf   bytes.Buffer
+	acked *atomic.Int64
+}
+
+var latestField = []byte(`"latest-table-version":`)
+
+func (w *deltaWriter) commit(ctx context.Context) (int, time.Duration, error) {
+	conflicts := 0
+	for {
+		latest, err := w.load(ctx)
+		if err != nil {
+			return conflicts, 0, err
+		}
+		w.seq++
+		v := latest + 1
+		now := time.Now().UnixMilli()
+		backfill := ""
+		if v > 1 {
+			backfill = fmt.Sprintf(`,{"action":"set-latest-backfilled-version","latest-published-version":%d}`, v-1)
+		}
+		body := fmt.Sprintf(`{"requirements":[{"type":"assert-table-uuid","uuid":%q}],"updates":[`+
+			`{"action":"add-commit","commit":{"version":%d,"timestamp":%d,"file-name":"%020d.w%d-%d.json",`+
+			`"file-size":1024,"file-modification-timestamp":%d}}%s]}`,
+			w.uuid, v, now, v, w.id, w.seq, now, backfill)
+		code, answer, err := w.do(ctx, http.MethodPost, strings.NewReader(body))
+		switch {
+		case err != nil:
+			return conflicts, 0, fmt.Errorf("commit: %v", err)
+		case code == http.StatusOK:
+			w.acked.Add(1)
+			return conflicts, 0, nil
+		case code == http.StatusConflict:
+			conflicts++ // another writer took the version: reload and retry
+		case code == http.StatusInternalServerError && bytes.Contains(answer, []byte("CommitStateUnknownException")):
+			// CommitStateUnknown: the version was taken and already
+			// reported published, and the catalog cannot compare commit
+			// files (this writer writes none). This exact request (its
+			// file name is unique) was never applied before, so it is a
+			// conflict: reload and retry.
+			conflicts++
+		default:
+			return conflicts, 0, fmt.Errorf("commit: status %d", code)
+		}
+	}
+}
+
+// do sends one request to the table and reads the answer into the
+// writer's buffer.
+func (w *deltaWriter) do(ctx context.Context, method string, body io.Reader) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, w.url, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := w.s.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	w.buf.Reset()
+	_, err = w.buf.ReadFrom(resp.Body)
+	return resp.StatusCode, w.buf.Bytes(), err
+}
+
+// load returns the table's latest version, reading just that field of
+// the answer.
+func (w *deltaWriter) load(ctx context.Context) (int64, error) {
+	code, b, err := w.do(ctx, http.MethodGet, nil)
+	if err != nil || code != http.StatusOK {
+		return 0, fmt.Errorf("load: status %d: %v", code, err)
+	}
+	i := bytes.Index(b, latestField)
+	if i < 0 {
+		return 0, fmt.Errorf("load: no latest-table-version in %.200s", b)
+	}
+	b = b[i+len(latestField):]
+	end := bytes.IndexAny(b, ",}")
+	if end < 0 {
+		return 0, fmt.Errorf("load: bad latest-table-version")
+	}
+	return strconv.ParseInt(string(bytes.TrimSpace(b[:end])), 10, 64)
+}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Result is one system's numbers.
+type Result struct {
+	System          string    `json:"system"`
+	Commits         int       `json:"commits"`
+	Conflicts       int       `json:"conflicts"`
+	Errors          int       `json:"errors"`
+	CommitsPerSec   float64   `json:"commits_per_sec"`
+	ConflictsPerSec float64   `json:"conflicts_per_sec"`
+	Latency         Latencies `json:"commit_latency_ms"`
+	// CPU the server processes and this client process used during the
+	// measured window (Linux only; zero for a cluster given by URL).
+	ServerCPUSeconds     float64  `json:"server_cpu_s"`
+	ClientCPUSeconds     float64  `json:"client_cpu_s"`
+	ServerCPUMsPerCommit float64  `json:"server_cpu_ms_per_commit"`
+	ErrorSamples         []string `json:"error_samples,omitempty"`
+	// Verified: after the run every table's version matched the commits
+	// acknowledged to the clients (none lost, none invented).
+	Verified bool `json:"verified"`
+}
+
+// Latencies are percentiles of the time from a client's load to the
+// acknowledgement of its commit, conflicts and retries included.
+type Latencies struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+func summarise(system string, per [][]sample, window time.Duration) Result {
+	r := Result{System: system}
+	var lat []time.Duration
+	for _, ss := range per {
+		for _, s := range ss {
+			r.Conflicts += s.conflicts
+			if s.err != nil {
+				r.Errors++
+				if len(r.ErrorSamples) < 5 {
+					r.ErrorSamples = append(r.ErrorSamples, s.err.Error())
+				}
+				continue
+			}
+			r.Commits++
+			lat = append(lat, s.end.Sub(s.start)-s.own)
+		}
+	}
+	secs := window.Seconds()
+	r.CommitsPerSec = float64(r.Commits) / secs
+	r.ConflictsPerSec = float64(r.Conflicts) / secs
+	r.Latency = percentiles(lat)
+	return r
+}
+
+func (r *Result) addCPU(server, client float64) {
+	r.ServerCPUSeconds, r.ClientCPUSeconds = server, client
+	if r.Commits > 0 {
+		r.ServerCPUMsPerCommit = server * 1000 / float64(r.Commits)
+	}
+}
+
+// percentiles uses the nearest-rank method over every sample.
+func percentiles(d []time.Duration) Latencies {
+	if len(d) == 0 {
+		return Latencies{}
+	}
+	slices.Sort(d)
+	at := func(p float64) float64 {
+		i := int(p*float64(len(d))+0.999999) - 1
+		i = max(0, min(i, len(d)-1))
+		return ms(d[i])
+	}
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return Latencies{P50: at(0.50), P90: at(0.90), P99: at(0.99), P999: at(0.999), Max: ms(d[len(d)-1]),
+		Mean: ms(sum / time.Duration(len(d)))}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Line is a one-line summary.
+func (r Result) Line() string {
+	return fmt.Sprintf("%-8s %6.0f commits/s %6.1f conflicts/s  p50 %5.2f  p90 %5.2f  p99 %6.2f  p99.9 %6.2f ms  errors %d  server CPU %.2f ms/commit",
+		r.System, r.CommitsPerSec, r.ConflictsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Errors, r.ServerCPUMsPerCommit)
+}
+
+// Text is the human summary of a report.
+func (rep Report) Text() string {
+	s := fmt.Sprintf("%d clients over %d tables (%s), %.0f s measured after %.0f s warm-up, %d CPUs\n",
+		rep.Clients, rep.Tables, rep.Target, rep.DurationS, rep.WarmupS, rep.CPUs)
+	s += rep.Raftcat.Line() + "\n"
+	if rep.Etcd != nil {
+		s += rep.Etcd.Line() + "\n"
+		s += fmt.Sprintf("raftcat/etcd: throughput x%.2f, p50 x%.2f, p99 x%.2f\n", rep.ThroughputRatio, rep.P50Ratio, rep.P99Ratio)
+	}
+	return s
+}

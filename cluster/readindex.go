@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// readIndex batches linearizable reads: one leadership check is in
+// flight at a time, and every read that arrives meanwhile shares the next
+// one. Each round captures the commit index after all its readers arrived
+// and then confirms leadership with a quorum, so the index covers every
+// write acknowledged before any of them began (raft's ReadIndex).
+type readIndex struct {
+	raft *raft.Raft
+
+	mu      sync.Mutex
+	next    *readRound
+	running bool
+}
+
+type readRound struct {
+	done  chan struct{}
+	index uint64
+	err   error
+}
+
+// wait returns a commit index that is safe to read at, once leadership
+// has been confirmed after the call began.
+func (b *readIndex) wait(ctx context.Context) (uint64, error) {
+	b.mu.Lock()
+	if b.next == nil {
+		b.next = &readRound{done: make(chan struct{})}
+	}
+	r := b.next
+	if !b.running {
+		b.running = true
+		go b.loop()
+	}
+	b.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.index, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (b *readIndex) loop() {
+	for {
+		b.mu.Lock()
+		r := b.next
+		b.next = nil
+		if r == nil {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		r.index = b.raft.CommitIndex()
+		if err := b.raft.VerifyLeader().Error(); err != nil {
+			r.err = mapRaftError(err)
+		}
+		close(r.done)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/raftcat/raftcat/bench"
+)
+
+// TestBenchSmoke runs `raftcat bench` for a few seconds against the
+// three-node cluster it starts (and against etcd when etcd is installed,
+// as CI does): it must commit, verify every table afterwards, and write
+// the JSON result. The numbers themselves are not judged here.
+func TestBenchSmoke(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	args := []string{"bench", "--duration", "3s", "--warmup", "1s", "--clients", "4", "--tables", "2", "--out", out}
+	_, etcdErr := exec.LookPath("etcd")
+	if etcdErr == nil {
+		args = append(args, "--against-etcd")
+	}
+	output, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	results := []*bench.Result{rep.Raftcat}
+	if etcdErr == nil {
+		results = append(results, rep.Etcd)
+		if rep.ThroughputRatio <= 0 {
+			t.Errorf("no throughput ratio in %s", raw)
+		}
+	}
+	for _, r := range results {
+		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if !strings.Contains(string(output), "commits/s") {
+		t.Errorf("no human summary printed:\n%s", output)
+	}
+}
+
+// TestBenchAgainstMissingEtcdSaysWhatToInstall asks for the etcd
+// comparison with a binary that does not exist.
+func TestBenchAgainstMissingEtcdSaysWhatToInstall(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--duration", "1s", "--warmup", "0s", "--clients", "1", "--tables", "1",
+		"--against-etcd", "--etcd-bin", "/nonexistent/etcd", "--out", out).CombinedOutput()
+	if err == nil {
+		t.Fatalf("bench succeeded without etcd:\n%s", output)
+	}
+	if !strings.Contains(string(output), "etcd-server") {
+		t.Fatalf("error does not say what to install:\n%s", output)
+	}
+}

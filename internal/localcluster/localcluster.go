@@ -1,0 +1,296 @@
+// Package localcluster runs raftcat nodes as processes of this machine:
+// the benchmark's cluster and the chaos drills' cluster, with real
+// SIGKILL, SIGSTOP/SIGCONT and restarts from the data dir.
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options says how to start a cluster.
+type Options struct {
+	Bin   string // raftcat binary
+	Dir   string // data dirs, node logs and the file:// warehouse
+	Nodes int
+	// Hosts, when set, gives each node its own address with fixed ports
+	// (HTTP 8080, raft 8300, gossip 8301); otherwise nodes use free
+	// loopback ports.
+	Hosts []string
+	// Wrap, when set, returns a command prefix for node i (for example
+	// "ip netns exec NS").
+	Wrap func(i int) []string
+	// Flags are extra `raftcat serve` flags for every node.
+	Flags []string
+	// Env is added to every node's environment (for example GOMEMLIMIT).
+	Env []string
+}
+
+// Cluster is a running set of node processes.
+type Cluster struct {
+	nodes  []*node
+	opts   Options
+	gossip []string // gossip addresses of the nodes Start started
+}
+
+type node struct {
+	name string
+	url  string
+	args []string
+	env  []string
+	log  *os.File
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool
+}
+
+// Start starts the nodes, which form one cluster through gossip, and
+// waits until every node is ready.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	httpA, raftA, gossipA, err := addresses(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: o, gossip: gossipA}
+	for i := 0; i < o.Nodes; i++ {
+		name := fmt.Sprintf("node%d", i+1)
+		nd := &node{name: name, url: "http://" + httpA[i], env: o.Env}
+		if o.Wrap != nil {
+			nd.args = o.Wrap(i)
+		}
+		nd.args = append(nd.args, o.Bin, "serve", "--node-id", name, "--data-dir", filepath.Join(o.Dir, name),
+			"--http-addr", httpA[i], "--raft-addr", raftA[i], "--gossip-addr", gossipA[i],
+			"--join", strings.Join(gossipA, ","), "--bootstrap-expect", strconv.Itoa(o.Nodes),
+			"--storage-root", "file://"+filepath.Join(o.Dir, "warehouse"))
+		nd.args = append(nd.args, o.Flags...)
+		if nd.log, err = os.Create(filepath.Join(o.Dir, name+".log")); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, nd)
+		if err := nd.start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func addresses(o Options) (httpA, raftA, gossipA []string, err error) {
+	if len(o.Hosts) > 0 {
+		for _, ip := range o.Hosts {
+			httpA, raftA, gossipA = append(httpA, ip+":8080"), append(raftA, ip+":8300"), append(gossipA, ip+":8301")
+		}
+		return httpA, raftA, gossipA, nil
+	}
+	ports, err := FreePorts(3 * o.Nodes)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i := 0; i < o.Nodes; i++ {
+		httpA = append(httpA, fmt.Sprintf("127.0.0.1:%d", ports[3*i]))
+		raftA = append(raftA, fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]))
+		gossipA = append(gossipA, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+	}
+	return httpA, raftA, gossipA, nil
+}
+
+// FreePorts returns n loopback ports that were free a moment ago.
+func FreePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (nd *node) start() error {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	cmd := exec.Command(nd.args[0], nd.args[1:]...)
+	cmd.Stdout, cmd.Stderr = nd.log, nd.log
+	if len(nd.env) > 0 {
+		cmd.Env = append(os.Environ(), nd.env...)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", nd.name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	nd.cmd, nd.done, nd.paused = cmd, done, false
+	return nil
+}
+
+// Add starts one more node, with an empty data dir, that joins the
+// running cluster through gossip; the leader then adds it as a voter and
+// brings it up to date (a snapshot, then the log). Add does not wait for
+// that: it returns the new node's index once the process runs. Only
+// loopback clusters (no Options.Hosts) can grow.
+func (c *Cluster) Add() (int, error) {
+	if len(c.opts.Hosts) > 0 {
+		return 0, fmt.Errorf("localcluster: Add needs loopback ports, not fixed hosts")
+	}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return 0, err
+	}
+	i := len(c.nodes)
+	name := fmt.Sprintf("node%d", i+1)
+	httpA, raftA, gossipA := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
+	nd := &node{name: name, url: "http://" + httpA, env: c.opts.Env}
+	nd.args = append(nd.args, c.opts.Bin, "serve", "--node-id", name, "--data-dir", filepath.Join(c.opts.Dir, name),
+		"--http-addr", httpA, "--raft-addr", raftA, "--gossip-addr", gossipA,
+		"--join", strings.Join(c.gossip, ","), "--bootstrap-expect", strconv.Itoa(c.opts.Nodes),
+		"--storage-root", "file://"+filepath.Join(c.opts.Dir, "warehouse"))
+	nd.args = append(nd.args, c.opts.Flags...)
+	if nd.log, err = os.Create(filepath.Join(c.opts.Dir, name+".log")); err != nil {
+		return 0, err
+	}
+	if err := nd.start(); err != nil {
+		nd.log.Close()
+		return 0, err
+	}
+	c.nodes = append(c.nodes, nd)
+	return i, nil
+}
+
+// URLs are the nodes' HTTP base URLs.
+func (c *Cluster) URLs() []string {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = nd.url
+	}
+	return out
+}
+
+// Names are the node ids.
+func (c *Cluster) Names() []string {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = nd.name
+	}
+	return out
+}
+
+// Pids are the nodes' current process ids (0 for a node not running).
+func (c *Cluster) Pids() []int {
+	out := make([]int, len(c.nodes))
+	for i, nd := range c.nodes {
+		nd.mu.Lock()
+		if nd.cmd != nil && nd.cmd.Process != nil {
+			out[i] = nd.cmd.Process.Pid
+		}
+		nd.mu.Unlock()
+	}
+	return out
+}
+
+// Kill sends SIGKILL to node i and waits for it to die.
+func (c *Cluster) Kill(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// Restart starts a killed node again from its data dir.
+func (c *Cluster) Restart(i int) error { return c.nodes[i].start() }
+
+// Pause stops node i (SIGSTOP): it keeps its sockets but answers nothing.
+func (c *Cluster) Pause(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	_ = nd.cmd.Process.Signal(syscall.SIGSTOP)
+	nd.paused = true
+}
+
+// Resume continues a paused node (SIGCONT).
+func (c *Cluster) Resume(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	_ = nd.cmd.Process.Signal(syscall.SIGCONT)
+	nd.paused = false
+}
+
+// Stop kills every node.
+func (c *Cluster) Stop() {
+	for i, nd := range c.nodes {
+		nd.mu.Lock()
+		running, paused := nd.cmd != nil, nd.paused
+		nd.mu.Unlock()
+		if running {
+			if paused {
+				c.Resume(i)
+			}
+			select {
+			case <-nd.done:
+			default:
+				c.Kill(i)
+			}
+		}
+		nd.log.Close()
+	}
+}
+
+// WaitReady waits until every node answers /readyz.
+func (c *Cluster) WaitReady(ctx context.Context) error { return WaitReady(ctx, c.URLs()) }
+
+var probe = &http.Client{Timeout: 2 * time.Second}
+
+// Ready reports whether the node at url answers /readyz with 200.
+func Ready(url string) bool {
+	resp, err := probe.Get(url + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// WaitReady waits until every node answers /readyz.
+func WaitReady(ctx context.Context, urls []string) error {
+	for _, u := range urls {
+		for !Ready(u) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s not ready: %w", u, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
