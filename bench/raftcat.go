@@ -41,6 +41,9 @@ func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem
 		}
 		s.cluster, s.urls = cl, cl.URLs()
 		fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
+		if u, err := s.leaderURL(); err == nil {
+			fmt.Fprintf(log, "bench: leader %s\n", u)
+		}
 	} else if err := localcluster.WaitReady(ctx, s.urls); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -128,12 +129,19 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 		h[k] = vs
 	}
 	c.Response().WriteHeader(resp.StatusCode)
-	_, err = io.Copy(c.Response(), resp.Body)
+	buf := copyBuffers.Get().(*[]byte)
+	_, err = io.CopyBuffer(c.Response(), resp.Body, *buf)
+	copyBuffers.Put(buf)
 	if err != nil {
 		p.s.log.Warn("copying the leader's answer failed", "path", in.URL.Path, "err", err)
 	}
 	return true, nil
 }
+
+// copyBuffers are reused to copy the leader's answers: the response writer
+// cannot read from the body itself, so io.Copy would allocate 32 KiB for
+// every forwarded request.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func leaderURL(addr string) string {
 	if strings.Contains(addr, "://") {
