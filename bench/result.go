@@ -15,6 +15,10 @@ type Result struct {
 	CommitsPerSec   float64   `json:"commits_per_sec"`
 	ConflictsPerSec float64   `json:"conflicts_per_sec"`
 	Latency         Latencies `json:"commit_latency_ms"`
+	// RetriesP99 and RetriesMax are the conflicts one commit went through
+	// before it was acknowledged: contention, not slowness, makes tails.
+	RetriesP99 int `json:"retries_p99"`
+	RetriesMax int `json:"retries_max"`
 	// CPU the server processes and this client process used during the
 	// measured window (Linux only; zero for a cluster given by URL).
 	ServerCPUSeconds     float64  `json:"server_cpu_s"`
@@ -40,6 +44,7 @@ type Latencies struct {
 func summarise(system string, per [][]sample, window time.Duration) Result {
 	r := Result{System: system}
 	var lat []time.Duration
+	var retries []int
 	for _, ss := range per {
 		for _, s := range ss {
 			r.Conflicts += s.conflicts
@@ -52,12 +57,18 @@ func summarise(system string, per [][]sample, window time.Duration) Result {
 			}
 			r.Commits++
 			lat = append(lat, s.end.Sub(s.start)-s.own)
+			retries = append(retries, s.conflicts)
 		}
 	}
 	secs := window.Seconds()
 	r.CommitsPerSec = float64(r.Commits) / secs
 	r.ConflictsPerSec = float64(r.Conflicts) / secs
 	r.Latency = percentiles(lat)
+	if len(retries) > 0 {
+		slices.Sort(retries)
+		r.RetriesP99 = retries[min(len(retries)-1, len(retries)*99/100)]
+		r.RetriesMax = retries[len(retries)-1]
+	}
 	return r
 }
 

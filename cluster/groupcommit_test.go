@@ -68,3 +68,70 @@ func TestConcurrentProposalsShareBatches(t *testing.T) {
 	waitApplied(t, nodes, last)
 	requireConverged(t, nodes)
 }
+
+// TestRacingCommitsAreDecidedWithoutLosingOrLogging races many writers
+// for version 1 of one table: exactly one wins, every other gets the
+// version conflict, and the losers cost no log entry (they are answered
+// from the applied state). Resending the winner's commit is a replay,
+// also answered without a log entry.
+func TestRacingCommitsAreDecidedWithoutLosingOrLogging(t *testing.T) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{})
+	leader := testcluster.Leader(t, nodes)
+	uuid := testcluster.CreateManaged(t, leader.URL, leader.URL, "unity", "default", "raced")
+	before := leader.Status()
+
+	const n = 16
+	commit := func(i int) *fsm.UpdateTable {
+		return &fsm.UpdateTable{CatalogName: "unity", SchemaName: "default", Name: "raced", AssertUUID: uuid,
+			AddCommit: &fsm.AddCommit{Commit: fsm.Commit{Version: 1, Timestamp: 1, FileName: fmt.Sprintf("w%d.json", i),
+				FileSize: 10, FileModTime: 1}}}
+	}
+	start := make(chan struct{})
+	results := make([]fsm.Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], _, errs[i] = leader.Propose(context.Background(), commit(i))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i := range results {
+		switch {
+		case errs[i] != nil:
+			t.Fatalf("writer %d: %v", i, errs[i])
+		case results[i].Err == nil:
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both committed version 1", winner, i)
+			}
+			winner = i
+		case results[i].Err.Code != fsm.CodeCommitVersionConflict:
+			t.Fatalf("writer %d: %v %s, want a version conflict", i, results[i].Err.Code, results[i].Err.Message)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer committed version 1")
+	}
+	after := leader.Status()
+	if got := after.GroupCommit.AnsweredWithoutLog - before.GroupCommit.AnsweredWithoutLog; got != n-1 {
+		t.Fatalf("%d losers answered without a log entry, want %d", got, n-1)
+	}
+	if got := after.LastIndex - before.LastIndex; got != 1 {
+		t.Fatalf("the race added %d log entries, want 1 (the winner's)", got)
+	}
+
+	res, _, err := leader.Propose(context.Background(), commit(winner))
+	if err != nil || res.Err != nil || !res.NoOp || res.Table == nil || res.Table.LatestVersion() != 1 {
+		t.Fatalf("replay of the winning commit: %+v %v", res, err)
+	}
+	if leader.Status().LastIndex != after.LastIndex {
+		t.Fatal("a replay added a log entry")
+	}
+	waitApplied(t, nodes, after.LastIndex)
+	requireConverged(t, nodes)
+}

@@ -142,8 +142,12 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
-	n.group = newGroupCommit(n.raft, n.cfg.ApplyTimeout, n.cfg.GroupCommitBatches)
 	n.reads = &readIndex{raft: n.raft}
+	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, readIndex: n.reads.wait,
+		leading: func() bool {
+			return n.raft.State() == raft.Leader && n.readyTerm.Load() == n.raft.CurrentTerm()
+		},
+		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
 	return nil
 }
 

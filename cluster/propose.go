@@ -29,15 +29,10 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 	if err != nil {
 		return fsm.Result{}, 0, err
 	}
-	f := n.group.apply(data)
-	if err := f.Error(); err != nil {
-		return fsm.Result{}, 0, mapRaftError(err)
-	}
-	res, ok := f.Response().(fsm.Result)
-	if !ok {
-		return fsm.Result{}, 0, fmt.Errorf("unexpected apply response %T", f.Response())
-	}
-	return res, f.Index(), nil
+	// A term's first entry must reach the log even though it changes
+	// nothing: it is how a leader learns it has applied everything.
+	_, isInit := cmd.(*fsm.Init)
+	return n.group.apply(cmd, data, !isInit)
 }
 
 // mapRaftError turns raft's errors into this package's sentinels.
