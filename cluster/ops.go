@@ -81,7 +81,12 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (snapshot.Header, error
 	// true one (never above, which would let a read skip a wait) until the
 	// next entry moves it forward.
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size, Index: hdr.Index, Term: hdr.Term}
-	if err := n.raft.Restore(meta, f, n.cfg.ApplyTimeout); err != nil {
+	// Raft's timeout covers installing the snapshot here and on a quorum
+	// of followers, and once it has fired raft may report a restore that
+	// succeeded as a timeout. A large catalog takes minutes, so allow a
+	// second per MiB on top of the apply timeout.
+	timeout := n.cfg.ApplyTimeout + time.Duration(size>>20)*time.Second
+	if err := n.raft.Restore(meta, f, timeout); err != nil {
 		return snapshot.Header{}, mapRaftError(err)
 	}
 	// Raft placed the restored state at a new index; record it, then apply

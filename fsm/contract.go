@@ -123,10 +123,10 @@ func applyProtocol(props map[string]string, p Protocol, replace bool) {
 	props[PropMinReader] = strconv.Itoa(p.MinReaderVersion)
 	props[PropMinWriter] = strconv.Itoa(p.MinWriterVersion)
 	for _, f := range p.ReaderFeatures {
-		props[PropFeaturePrefix+f] = featureSupported
+		props[featureKey(f)] = featureSupported
 	}
 	for _, f := range p.WriterFeatures {
-		props[PropFeaturePrefix+f] = featureSupported
+		props[featureKey(f)] = featureSupported
 	}
 }
 

@@ -106,6 +106,8 @@ type Table struct {
 	UpdatedBy        string            `json:"updated_by,omitempty"`
 	MetaIndex        uint64            `json:"meta_index"` // raft index of the last metadata change
 	Commits          []Commit          `json:"commits,omitempty"`
+
+	cols *columnSet // keeps the shared schema alive while this table holds it
 }
 
 // FullName is "catalog.schema.table".
@@ -143,25 +145,23 @@ func (t *Table) UnbackfilledCommits() []Commit {
 	return out
 }
 
-// clone returns a deep copy that an applier may modify.
+// clone returns a copy that an applier may modify. Only the commit log,
+// which appliers change in place, is copied: Properties stays shared with
+// t until writableProperties is called, and every other reference field
+// is replaced, never written through, when it changes.
 func (t *Table) clone() *Table {
 	c := *t
-	c.Properties = maps.Clone(t.Properties)
-	if c.Properties == nil {
-		c.Properties = map[string]string{}
-	}
-	c.ColumnNames = slices.Clone(t.ColumnNames)
-	c.PartitionColumns = slices.Clone(t.PartitionColumns)
 	c.Commits = slices.Clone(t.Commits)
-	if t.Uniform != nil {
-		u := *t.Uniform
-		c.Uniform = &u
-	}
-	if t.Comment != nil {
-		s := *t.Comment
-		c.Comment = &s
-	}
 	return &c
+}
+
+// writableProperties gives a clone its own copy of the properties, so
+// that writing them leaves the stored table untouched. Call it once,
+// right after clone, before any property write.
+func (t *Table) writableProperties() {
+	p := make(map[string]string, len(t.Properties))
+	maps.Copy(p, t.Properties)
+	t.Properties = p
 }
 
 // StagingTable is a location handed out for a managed table before it is

@@ -81,14 +81,16 @@ func (b *Builder) Add(kind byte, payload []byte) error {
 	case RecordTable:
 		tb := &Table{}
 		if err = json.Unmarshal(payload, tb); err == nil {
-			if tb.Properties == nil {
-				tb.Properties = map[string]string{}
+			tb.compact()
+			if s, ok := b.t.schema(tb.CatalogName, tb.SchemaName); ok {
+				tb.CatalogName, tb.SchemaName = s.CatalogName, s.Name
 			}
 			b.t.putTable(tb)
 		}
 	case RecordStaging:
 		st := &StagingTable{}
 		if err = json.Unmarshal(payload, st); err == nil {
+			b.shareStaging(st)
 			b.t.putStaging(st)
 		}
 	default:
@@ -98,6 +100,20 @@ func (b *Builder) Add(kind byte, payload []byte) error {
 		return fmt.Errorf("decode state record kind %d: %w", kind, err)
 	}
 	return nil
+}
+
+// shareStaging points a staging row's strings at the equal ones its
+// schema and table already hold (records come schemas, tables, staging).
+func (b *Builder) shareStaging(st *StagingTable) {
+	if s, ok := b.t.schema(st.CatalogName, st.SchemaName); ok {
+		st.CatalogName, st.SchemaName = s.CatalogName, s.Name
+	}
+	if tb, ok := b.t.table(st.CatalogName, st.SchemaName, st.Name); ok && tb.ID == st.ID {
+		if tb.Location == st.Location {
+			st.Location = tb.Location
+		}
+		st.ID, st.Name = tb.ID, tb.Name
+	}
 }
 
 // State returns the built state.

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"strings"
+
 	iradix "github.com/hashicorp/go-immutable-radix"
 )
 
@@ -12,14 +14,13 @@ type State struct {
 	schemas  *iradix.Tree // catalog\x00schema -> *Schema
 	tables   *iradix.Tree // catalog\x00schema\x00table -> *Table
 	staging  *iradix.Tree // id -> *StagingTable
-	stageLoc *iradix.Tree // normalised location -> staging id
 }
 
 // NewState returns an empty, uninitialised state.
 func NewState() *State {
 	return &State{
 		catalogs: iradix.New(), schemas: iradix.New(), tables: iradix.New(),
-		staging: iradix.New(), stageLoc: iradix.New(),
+		staging: iradix.New(),
 	}
 }
 
@@ -58,11 +59,19 @@ func (s *State) StagingTable(id string) (*StagingTable, bool) {
 
 // StagingByLocation returns the staging table that reserved a location.
 func (s *State) StagingByLocation(loc string) (*StagingTable, bool) {
-	v, ok := s.stageLoc.Get([]byte(loc))
-	if !ok {
+	return stagingByLocation(s.staging, loc)
+}
+
+// stagingByLocation finds a staging row by its location without an index
+// of its own: every staging location ends in the row's id
+// (<managed root>/tables/<id>), so the id is looked up and the whole
+// location compared.
+func stagingByLocation(g getter, loc string) (*StagingTable, bool) {
+	st, ok := get[*StagingTable](g, []byte(loc[strings.LastIndexByte(loc, '/')+1:]))
+	if !ok || st.Location != loc {
 		return nil, false
 	}
-	return s.StagingTable(v.(string))
+	return st, true
 }
 
 // Catalogs lists catalogs in name order, starting after the name `after`
@@ -133,21 +142,21 @@ func containsSep(b []byte) bool {
 // tx is a write transaction over a State. Appliers mutate through it and
 // either commit (new State) or drop it (nothing happened).
 type tx struct {
-	meta                                         *Metastore
-	catalogs, schemas, tables, staging, stageLoc *iradix.Txn
+	meta                               *Metastore
+	catalogs, schemas, tables, staging *iradix.Txn
 }
 
 func (s *State) begin() *tx {
 	return &tx{
 		meta: s.meta, catalogs: s.catalogs.Txn(), schemas: s.schemas.Txn(),
-		tables: s.tables.Txn(), staging: s.staging.Txn(), stageLoc: s.stageLoc.Txn(),
+		tables: s.tables.Txn(), staging: s.staging.Txn(),
 	}
 }
 
 func (t *tx) commit() *State {
 	return &State{
 		meta: t.meta, catalogs: t.catalogs.CommitOnly(), schemas: t.schemas.CommitOnly(),
-		tables: t.tables.CommitOnly(), staging: t.staging.CommitOnly(), stageLoc: t.stageLoc.CommitOnly(),
+		tables: t.tables.CommitOnly(), staging: t.staging.CommitOnly(),
 	}
 }
 
@@ -183,7 +192,6 @@ func (t *tx) putTable(tb *Table) {
 }
 func (t *tx) putStaging(st *StagingTable) {
 	t.staging.Insert([]byte(st.ID), st)
-	t.stageLoc.Insert([]byte(st.Location), st.ID)
 }
 
 // keysWithPrefix returns the keys under prefix in order.

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,14 +32,15 @@ func applyCreateStagingTable(t *tx, c *CreateStagingTable) Result {
 	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
 		return failed(Errf(CodeTableExists, "Table already exists: %s", c.Name))
 	}
-	st := &StagingTable{ID: c.ID, CatalogName: c.CatalogName, SchemaName: c.SchemaName, Name: c.Name,
+	st := &StagingTable{ID: c.ID, CatalogName: sch.CatalogName, SchemaName: sch.Name, Name: c.Name,
 		Location: root + "/tables/" + c.ID, CreatedBy: c.Caller, CreatedAt: c.Time}
 	t.putStaging(st)
 	return Result{Staging: st}
 }
 
 func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
-	if _, _, err := t.resolveSchema(c.CatalogName, c.SchemaName); err != nil {
+	_, sch, err := t.resolveSchema(c.CatalogName, c.SchemaName)
+	if err != nil {
 		return failed(err)
 	}
 	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
@@ -51,23 +51,20 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 			return failed(err)
 		}
 	}
-	id := c.ID
+	id, location := c.ID, c.Location
 	if c.TableType == TableManaged {
 		st, err := t.claimStaging(c)
 		if err != nil {
 			return failed(err)
 		}
-		id = st.ID
+		id, location = st.ID, st.Location // equal to the command's; shared with the staging row
 	}
-	tb := &Table{ID: id, CatalogName: c.CatalogName, SchemaName: c.SchemaName, Name: c.Name,
-		Format: c.Format, Type: c.TableType, Location: c.Location, Comment: c.Comment,
-		Columns: c.Columns.Columns, ColumnNames: slices.Clone(c.Columns.Names),
+	tb := &Table{ID: id, CatalogName: sch.CatalogName, SchemaName: sch.Name, Name: c.Name,
+		Format: canonEnum(c.Format), Type: canonEnum(c.TableType), Location: location, Comment: c.Comment,
 		PartitionColumns: slices.Clone(c.PartitionColumns), Uniform: c.Uniform,
 		Owner: c.Caller, CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time, MetaIndex: index}
-	tb.Properties = maps.Clone(c.Properties)
-	if tb.Properties == nil {
-		tb.Properties = map[string]string{}
-	}
+	tb.setColumns(c.Columns.Columns, c.Columns.Names)
+	tb.Properties = compactProperties(c.Properties, id)
 	if !c.PlainProperties {
 		applyProtocol(tb.Properties, c.Protocol, false)
 		applyDomainMetadata(tb.Properties, c.DomainMetadata)
@@ -81,12 +78,10 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 // claimStaging finds the staging row for a managed create by location,
 // checks ownership and identity, and marks it committed.
 func (t *tx) claimStaging(c *CreateTable) (*StagingTable, *Error) {
-	idv, ok := t.stageLoc.Get([]byte(c.Location))
+	st, ok := stagingByLocation(t.staging, c.Location)
 	if !ok {
 		return nil, Errf(CodeStagingNotFound, "Staging table not found: %s", c.Location)
 	}
-	v, _ := t.staging.Get([]byte(idv.(string)))
-	st := v.(*StagingTable)
 	if st.CreatedBy != "" && c.Caller != st.CreatedBy {
 		return nil, Errf(CodePermissionDenied, "User attempts to create table on a staging location without ownership: %s", c.Location)
 	}

@@ -23,6 +23,9 @@ func applyUpdateTable(t *tx, index uint64, c *UpdateTable) Result {
 	}
 	preETag := old.ETag()
 	tb := old.clone()
+	if c.writesProperties() {
+		tb.writableProperties()
+	}
 	if err := applyMetadataActions(tb, c); err != nil {
 		return failed(err)
 	}
@@ -56,6 +59,15 @@ func (c *UpdateTable) changesMetadata() bool {
 		(c.SetDomainMetadata != nil && c.SetDomainMetadata.ClusteringColumns != nil) ||
 		c.RemoveDomainMetadata != nil || c.SetTableComment != nil || c.SetSnapshotVersion != nil ||
 		(c.AddCommit != nil && c.AddCommit.Uniform != nil)
+}
+
+// writesProperties reports whether applying c may write the table's
+// properties. Commits and backfills alone do not, so the many tables that
+// only ever commit keep sharing one properties map across versions.
+func (c *UpdateTable) writesProperties() bool {
+	return c.SetProtocol != nil || c.SetProperties != nil || c.RemoveProperties != nil ||
+		c.SetDomainMetadata != nil || c.RemoveDomainMetadata != nil || c.SetSnapshotVersion != nil ||
+		(c.AddCommit != nil && c.changesMetadata())
 }
 
 // applyMetadataActions applies the metadata actions in the canonical order
@@ -133,7 +145,7 @@ func applyColumns(tb *Table, cols *ColumnsSpec, parts *[]string) *Error {
 		return err
 	}
 	if cols != nil {
-		tb.Columns, tb.ColumnNames = cols.Columns, slices.Clone(cols.Names)
+		tb.setColumns(cols.Columns, cols.Names)
 	}
 	tb.PartitionColumns = resolved
 	return nil
