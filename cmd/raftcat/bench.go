@@ -17,6 +17,9 @@ import (
 // benchCmd measures the commit path: `raftcat bench [flags]`, or
 // `raftcat bench scale [flags]` for the many-tables measurements.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "scale" {
+		return runBenchScale(args[1:])
+	}
 	fs := flag.NewFlagSet("raftcat bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg bench.Config
