@@ -29,13 +29,17 @@ type Node struct {
 	raft    *raft.Raft
 	group   *groupCommit
 	reads   *readIndex
-	store   *raftboltdb.BoltStore
-	snaps   raft.SnapshotStore
-	trans   *raft.NetworkTransport
-	ml      *memberlist.Memberlist
-	gossip  *gossip
-	pilot   *pilot
-	hlog    hclog.Logger
+
+	digestMu sync.Mutex // StateDigest's cache: the digest of one state
+	digestOf *fsm.State
+	digest   string
+	store    *raftboltdb.BoltStore
+	snaps    raft.SnapshotStore
+	trans    *raft.NetworkTransport
+	ml       *memberlist.Memberlist
+	gossip   *gossip
+	pilot    *pilot
+	hlog     hclog.Logger
 	// gossipAddr is read once: memberlist mutates its local node in place.
 	gossipAddr string
 

@@ -32,7 +32,14 @@ func (n *Node) Done() <-chan struct{} { return n.done }
 // that state; replicas at the same index have the same digest.
 func (n *Node) StateDigest() (uint64, string) {
 	st, idx := n.fsm.View()
-	return idx, st.Digest()
+	// A state is immutable, so its digest is computed once: hashing a
+	// large catalog takes a while, and convergence checks poll this.
+	n.digestMu.Lock()
+	defer n.digestMu.Unlock()
+	if n.digestOf != st {
+		n.digestOf, n.digest = st, st.Digest()
+	}
+	return idx, n.digest
 }
 
 // WriteSnapshot streams a consistent snapshot of the state, as of a
