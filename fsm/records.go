@@ -61,45 +61,65 @@ func NewBuilder() *Builder { return &Builder{t: NewState().begin()} }
 
 // Add adds one record.
 func (b *Builder) Add(kind byte, payload []byte) error {
-	var err error
+	d, err := DecodeRecord(kind, payload)
+	if err != nil {
+		return err
+	}
+	b.Put(d)
+	return nil
+}
+
+// Decoded is one state record, decoded and ready for Builder.Put.
+type Decoded struct {
+	kind byte
+	v    any
+}
+
+// DecodeRecord decodes one record without touching any builder, so
+// records can be decoded in parallel and then put in their order.
+func DecodeRecord(kind byte, payload []byte) (Decoded, error) {
+	var v any
 	switch kind {
 	case RecordMetastore:
-		m := &Metastore{}
-		if err = json.Unmarshal(payload, m); err == nil {
-			b.t.meta = m
-		}
+		v = &Metastore{}
 	case RecordCatalog:
-		c := &Catalog{}
-		if err = json.Unmarshal(payload, c); err == nil {
-			b.t.putCatalog(c)
-		}
+		v = &Catalog{}
 	case RecordSchema:
-		s := &Schema{}
-		if err = json.Unmarshal(payload, s); err == nil {
-			b.t.putSchema(s)
-		}
+		v = &Schema{}
 	case RecordTable:
-		tb := &Table{}
-		if err = json.Unmarshal(payload, tb); err == nil {
-			tb.compact()
-			if s, ok := b.t.schema(tb.CatalogName, tb.SchemaName); ok {
-				tb.CatalogName, tb.SchemaName = s.CatalogName, s.Name
-			}
-			b.t.putTable(tb)
-		}
+		v = &Table{}
 	case RecordStaging:
-		st := &StagingTable{}
-		if err = json.Unmarshal(payload, st); err == nil {
-			b.shareStaging(st)
-			b.t.putStaging(st)
-		}
+		v = &StagingTable{}
 	default:
-		return fmt.Errorf("unknown state record kind %d", kind)
+		return Decoded{}, fmt.Errorf("unknown state record kind %d", kind)
 	}
-	if err != nil {
-		return fmt.Errorf("decode state record kind %d: %w", kind, err)
+	if err := json.Unmarshal(payload, v); err != nil {
+		return Decoded{}, fmt.Errorf("decode state record kind %d: %w", kind, err)
 	}
-	return nil
+	if tb, ok := v.(*Table); ok {
+		tb.compact()
+	}
+	return Decoded{kind: kind, v: v}, nil
+}
+
+// Put adds a decoded record.
+func (b *Builder) Put(d Decoded) {
+	switch v := d.v.(type) {
+	case *Metastore:
+		b.t.meta = v
+	case *Catalog:
+		b.t.putCatalog(v)
+	case *Schema:
+		b.t.putSchema(v)
+	case *Table:
+		if s, ok := b.t.schema(v.CatalogName, v.SchemaName); ok {
+			v.CatalogName, v.SchemaName = s.CatalogName, s.Name
+		}
+		b.t.putTable(v)
+	case *StagingTable:
+		b.shareStaging(v)
+		b.t.putStaging(v)
+	}
 }
 
 // shareStaging points a staging row's strings at the equal ones its

@@ -1,9 +1,11 @@
 package snapshot
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/raftcat/raftcat/fsm"
 )
@@ -28,17 +30,98 @@ func ReadState(r io.Reader) (*fsm.State, Header, error) {
 	if err != nil {
 		return nil, Header{}, err
 	}
+	stop := make(chan struct{})
+	defer close(stop)
 	b := fsm.NewBuilder()
-	for {
-		kind, payload, err := sr.Next()
-		if errors.Is(err, io.EOF) {
+	for c := range decodeAhead(sr, stop) {
+		<-c.done
+		for _, d := range c.out {
+			b.Put(d)
+		}
+		switch {
+		case c.decodeErr != nil:
+			return nil, Header{}, fmt.Errorf("%w: %v", ErrCorrupt, c.decodeErr)
+		case c.readErr == nil:
+		case errors.Is(c.readErr, io.EOF):
 			return b.State(), sr.Header(), nil
-		}
-		if err != nil {
-			return nil, Header{}, err
-		}
-		if err := b.Add(kind, payload); err != nil {
-			return nil, Header{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		default:
+			return nil, Header{}, c.readErr
 		}
 	}
+	return nil, Header{}, errors.New("snapshot: record stream ended without its trailer")
+}
+
+// chunk is a run of records decoded together. Records are read in order,
+// decoded by as many goroutines as there are processors (JSON decoding is
+// most of the time a large snapshot takes to load), and put into the
+// builder in their order, so the state is the same as a sequential read.
+type chunk struct {
+	kinds     []byte
+	payloads  [][]byte
+	out       []fsm.Decoded
+	readErr   error // the read error that ends the stream (io.EOF at its end)
+	decodeErr error
+	done      chan struct{}
+}
+
+const chunkRecords = 256
+
+// decodeAhead reads chunks of records and hands them to decoders; it
+// returns the chunks in stream order. Closing stop ends it early.
+func decodeAhead(sr *Reader, stop <-chan struct{}) <-chan *chunk {
+	workers := runtime.GOMAXPROCS(0)
+	ordered := make(chan *chunk, 2*workers)
+	work := make(chan *chunk, 2*workers)
+	for range workers {
+		go func() {
+			for c := range work {
+				c.decode()
+			}
+		}()
+	}
+	go func() {
+		defer close(ordered)
+		defer close(work)
+		for {
+			c := &chunk{done: make(chan struct{})}
+			for len(c.kinds) < chunkRecords {
+				kind, payload, err := sr.Next()
+				if err != nil {
+					c.readErr = err
+					break
+				}
+				c.kinds = append(c.kinds, kind)
+				c.payloads = append(c.payloads, bytes.Clone(payload)) // the reader reuses its buffer
+			}
+			last := c.readErr != nil
+			select {
+			case ordered <- c:
+			case <-stop:
+				return
+			}
+			select {
+			case work <- c:
+			case <-stop:
+				return
+			}
+			if last {
+				return
+			}
+		}
+	}()
+	return ordered
+}
+
+func (c *chunk) decode() {
+	defer close(c.done)
+	c.out = make([]fsm.Decoded, 0, len(c.kinds))
+	for i, kind := range c.kinds {
+		d, err := fsm.DecodeRecord(kind, c.payloads[i])
+		if err != nil {
+			c.decodeErr = err
+			return
+		}
+		c.out = append(c.out, d)
+	}
+	c.payloads = nil
 }
