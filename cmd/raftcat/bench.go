@@ -28,11 +28,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
-	target := fs.String("target", "spread", "where requests go: spread (round-robin over the nodes; followers forward) or leader")
+	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers forward to the leader) or leader")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1)")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
-	serveFlags := fs.String("serve-flags", "", "extra space-separated `raftcat serve` flags for the started nodes")
+	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs (default: a temporary one, removed afterwards)")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
 	fs.Usage = func() {

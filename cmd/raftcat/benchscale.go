@@ -31,7 +31,7 @@ func runBenchScale(args []string) int {
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the random table choices")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "longest wait for the cluster in any one step (restore, restart, new node)")
 	fs.StringVar(&cfg.NodeMemoryLimit, "node-gomemlimit", "auto", "GOMEMLIMIT of every node (\"\" for none; auto: three quarters of this machine's memory over four nodes)")
-	serveFlags := fs.String("serve-flags", "", "extra space-separated `raftcat serve` flags for the nodes")
+	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each node's raftcat serve")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the snapshot files, node data dirs and logs (default: a temporary one, removed afterwards unless --keep)")
 	keep := fs.Bool("keep", false, "keep the temporary directory")
 	out := fs.String("out", "bench-scale.json", "where to write the machine-readable result")
