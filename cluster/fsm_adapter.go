@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,9 @@ type machineFSM struct {
 	changed chan struct{} // closed and replaced whenever applied advances
 
 	restores atomic.Uint64 // snapshots restored since start (InstallSnapshot, backups)
+
+	verified    *fsm.State // see offerVerified
+	verifiedHdr snapshot.Header
 }
 
 func newMachineFSM(m *fsm.Machine, log *slog.Logger) *machineFSM {
@@ -117,9 +121,16 @@ func (f *machineFSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the whole state with a snapshot's.
 func (f *machineFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, hdr, err := snapshot.ReadState(rc)
+	sr, err := snapshot.NewReader(rc)
 	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	st, hdr := f.takeVerified(sr.Header())
+	reused := st != nil
+	if !reused {
+		if st, hdr, err = snapshot.ReadStateFrom(sr); err != nil {
+			return fmt.Errorf("restore snapshot: %w", err)
+		}
 	}
 	f.m.Replace(st)
 	f.mu.Lock()
@@ -127,8 +138,31 @@ func (f *machineFSM) Restore(rc io.ReadCloser) error {
 	f.mu.Unlock()
 	f.advance(hdr.Index, hdr.Term)
 	f.restores.Add(1)
-	f.log.Info("restored state from snapshot", "index", hdr.Index, "term", hdr.Term)
+	f.log.Info("restored state from snapshot", "index", hdr.Index, "term", hdr.Term, "already_verified", reused)
 	return nil
+}
+
+// offerVerified hands the state of a backup this node has just read and
+// verified to the restore raft is about to run with that same file, so a
+// large catalog is not decoded twice (nil withdraws it).
+func (f *machineFSM) offerVerified(st *fsm.State, hdr snapshot.Header) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.verified, f.verifiedHdr = st, hdr
+}
+
+// takeVerified returns the offered state if its header is the one of the
+// snapshot being restored.
+func (f *machineFSM) takeVerified(h snapshot.Header) (*fsm.State, snapshot.Header) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, vh := f.verified, f.verifiedHdr
+	f.verified = nil
+	if st == nil || vh.Index != h.Index || vh.Term != h.Term || vh.CreatedUnixMs != h.CreatedUnixMs ||
+		!maps.Equal(vh.Meta, h.Meta) {
+		return nil, snapshot.Header{}
+	}
+	return st, vh
 }
 
 type stateSnapshot struct {

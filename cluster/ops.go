@@ -75,10 +75,12 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (snapshot.Header, error
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return snapshot.Header{}, err
 	}
-	_, hdr, err := snapshot.ReadState(f)
+	verified, hdr, err := snapshot.ReadState(f)
 	if err != nil {
 		return snapshot.Header{}, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
+	n.fsm.offerVerified(verified, hdr)
+	defer n.fsm.offerVerified(nil, snapshot.Header{})
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return snapshot.Header{}, err
 	}

@@ -30,6 +30,11 @@ func ReadState(r io.Reader) (*fsm.State, Header, error) {
 	if err != nil {
 		return nil, Header{}, err
 	}
+	return ReadStateFrom(sr)
+}
+
+// ReadStateFrom is ReadState for a stream whose header has been read.
+func ReadStateFrom(sr *Reader) (*fsm.State, Header, error) {
 	stop := make(chan struct{})
 	defer close(stop)
 	b := fsm.NewBuilder()
