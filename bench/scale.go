@@ -116,11 +116,14 @@ type ScaleResult struct {
 
 	// HTTPCommits were ratified through the Delta API after the restore,
 	// so the restarted node replays them from its log after its snapshot.
-	HTTPCommits int           `json:"http_commits"`
-	Restart     ScaleCatchUp  `json:"restart"`
-	Install     ScaleCatchUp  `json:"install_snapshot"`
-	Baseline    ScaleLoad     `json:"load_baseline"`
-	Full        ScaleLoad     `json:"load_full"`
+	HTTPCommits int          `json:"http_commits"`
+	Restart     ScaleCatchUp `json:"restart"`
+	Install     ScaleCatchUp `json:"install_snapshot"`
+	Baseline    ScaleLoad    `json:"load_baseline"`
+	Full        ScaleLoad    `json:"load_full"`
+	// FullSettled repeats the full state's loads at the end, once the
+	// restore's garbage is collected and every node is idle again.
+	FullSettled ScaleLoad     `json:"load_full_settled"`
 	Digest      string        `json:"digest"` // the final state digest every node reported
 	Dir         string        `json:"dir"`
 	Phases      []ScalePhase  `json:"phases"`
@@ -296,6 +299,11 @@ func (r *scaleRun) run(ctx context.Context) error {
 	}
 	r.done("new node")
 	_, r.res.NodePeakRSSBytes = scaleRSS(cl.Pids())
+	if r.res.FullSettled, err = r.client.loads(ctx, cl.URLs(), cfg.Loads, cfg.Tables, cfg.Schemas, int64(cfg.CommitsPerTable), r.rng); err != nil {
+		return fmt.Errorf("settled loads: %w", err)
+	}
+	r.logf("full loads, settled: p50 %.2f ms, p99 %.2f ms", r.res.FullSettled.P50Ms, r.res.FullSettled.P99Ms)
+	r.done("settled loads")
 	r.logf("done")
 	return nil
 }
@@ -575,7 +583,7 @@ func (s ScaleResult) Text() string {
 	fmt.Fprintf(&b, "  new empty node          ready %.2f s, caught up %.2f s, same digest %.2f s (InstallSnapshot)\n",
 		s.Install.ReadyMs/1000, s.Install.CaughtUpMs/1000, s.Install.ConvergedMs/1000)
 	fmt.Fprintf(&b, "  load latency            %8s %8s %8s %8s\n", "p50 ms", "p90 ms", "p99 ms", "max ms")
-	for _, l := range []ScaleLoad{s.Baseline, s.Full} {
+	for _, l := range []ScaleLoad{s.Baseline, s.Full, s.FullSettled} {
 		fmt.Fprintf(&b, "    %9d tables    %8.2f %8.2f %8.2f %8.2f  (%d loads)\n", l.Tables, l.P50Ms, l.P90Ms, l.P99Ms, l.MaxMs, l.Loads)
 	}
 	fmt.Fprintf(&b, "  digest                  %s\n", s.Digest)

@@ -264,7 +264,8 @@ func (c *scaleClient) load(ctx context.Context, url string) (time.Duration, int6
 
 // loads runs n sequential loads of random tables, spread round-robin over
 // the nodes as clients would send them (followers forward to the leader),
-// after a short unmeasured warm-up. Every table must be at wantVersion.
+// after a short unmeasured warm-up. Every table must be at least at
+// wantVersion.
 func (c *scaleClient) loads(ctx context.Context, urls []string, n, tables, schemas int, wantVersion int64, rng *rand.Rand) (ScaleLoad, error) {
 	out := ScaleLoad{Tables: tables, Loads: n}
 	warm := min(n, 50)
@@ -275,8 +276,8 @@ func (c *scaleClient) loads(ctx context.Context, urls []string, n, tables, schem
 		if err != nil {
 			return out, err
 		}
-		if latest != wantVersion {
-			return out, fmt.Errorf("load %s: latest version %d, want %d", url, latest, wantVersion)
+		if latest < wantVersion { // the measured HTTP commits move a few tables on
+			return out, fmt.Errorf("load %s: latest version %d, want at least %d", url, latest, wantVersion)
 		}
 		if k >= warm {
 			lat = append(lat, took)

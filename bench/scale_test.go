@@ -80,7 +80,8 @@ func TestRunScaleSmall(t *testing.T) {
 		fail("snapshot not measured")
 	case got.RestoreMs <= 0 || got.RestoreConvergedMs < got.RestoreMs || len(got.NodeRSSBytes) != 3:
 		fail("restore")
-	case got.Baseline.Tables != 50 || got.Full.Tables != 200 || got.Baseline.Loads != 100 || got.Full.Loads != 100:
+	case got.Baseline.Tables != 50 || got.Full.Tables != 200 || got.Baseline.Loads != 100 || got.Full.Loads != 100 ||
+		got.FullSettled.Tables != 200 || got.FullSettled.P50Ms <= 0:
 		fail("loads")
 	case got.Baseline.P50Ms <= 0 || got.Full.P50Ms <= 0 || got.Full.P99Ms < got.Full.P50Ms:
 		fail("load latencies")
