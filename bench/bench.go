@@ -71,10 +71,9 @@ type system interface {
 
 // committer is one sequential writer. commit loads its table's latest
 // version and commits the next one, retrying on conflict; it returns how
-// many conflicts it saw and how long it spent on its own work (writing
-// commit files), which is not the store's latency.
+// many conflicts it saw.
 type committer interface {
-	commit(ctx context.Context) (conflicts int, own time.Duration, err error)
+	commit(ctx context.Context) (conflicts int, err error)
 }
 
 // tableCounts counts the acknowledged commits of each table.
@@ -159,7 +158,6 @@ func ratio(a, b float64) float64 {
 // sample is one finished client commit.
 type sample struct {
 	start, end time.Time
-	own        time.Duration
 	conflicts  int
 	err        error
 }
@@ -186,7 +184,7 @@ func measure(ctx context.Context, sys system, cfg Config, log io.Writer) (Result
 			defer wg.Done()
 			for runCtx.Err() == nil {
 				s := sample{start: time.Now()}
-				s.conflicts, s.own, s.err = c.commit(runCtx)
+				s.conflicts, s.err = c.commit(runCtx)
 				s.end = time.Now()
 				if s.start.Before(from) || s.end.After(until) {
 					continue

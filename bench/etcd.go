@@ -178,21 +178,21 @@ type etcdWriter struct {
 	acked *atomic.Int64
 }
 
-func (w *etcdWriter) commit(ctx context.Context) (int, time.Duration, error) {
+func (w *etcdWriter) commit(ctx context.Context) (int, error) {
 	conflicts := 0
 	key := versionKey(w.table)
 	for {
 		got, err := w.kv.Get(ctx, key)
 		if err != nil {
-			return conflicts, 0, fmt.Errorf("get: %v", err)
+			return conflicts, fmt.Errorf("get: %v", err)
 		}
 		if len(got.Kvs) != 1 {
-			return conflicts, 0, fmt.Errorf("get: version key %s missing", key)
+			return conflicts, fmt.Errorf("get: version key %s missing", key)
 		}
 		cur := string(got.Kvs[0].Value)
 		v, err := strconv.ParseInt(cur, 10, 64)
 		if err != nil {
-			return conflicts, 0, err
+			return conflicts, err
 		}
 		w.seq++
 		now := time.Now().UnixMilli()
@@ -204,11 +204,11 @@ func (w *etcdWriter) commit(ctx context.Context) (int, time.Duration, error) {
 				clientv3.OpPut(fmt.Sprintf("/bench/t%d/commits/%020d", w.table, v+1), record)).
 			Commit()
 		if err != nil {
-			return conflicts, 0, fmt.Errorf("txn: %v", err)
+			return conflicts, fmt.Errorf("txn: %v", err)
 		}
 		if resp.Succeeded {
 			w.acked.Add(1)
-			return conflicts, 0, nil
+			return conflicts, nil
 		}
 		conflicts++
 	}

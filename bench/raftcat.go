@@ -169,25 +169,30 @@ func (s *raftcatSystem) do(method, url string, body, out any) (int, error) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	return s.send(context.Background(), method, url, rd, out)
+	var buf bytes.Buffer
+	code, answer, err := s.send(context.Background(), method, url, rd, &buf)
+	if err == nil && code == http.StatusOK && out != nil {
+		err = json.Unmarshal(answer, out)
+	}
+	return code, err
 }
 
-func (s *raftcatSystem) send(ctx context.Context, method, url string, body io.Reader, out any) (int, error) {
+// send makes one request and reads the whole answer into buf (reading it
+// to the end lets the connection be reused).
+func (s *raftcatSystem) send(ctx context.Context, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK && out != nil {
-		return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body) // drain, so the connection is reused
-	return resp.StatusCode, nil
+	buf.Reset()
+	_, err = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes(), err
 }
 
 // deltaWriter is one Delta writer: it loads the table, then asks for
@@ -206,12 +211,12 @@ type deltaWriter struct {
 
 var latestField = []byte(`"latest-table-version":`)
 
-func (w *deltaWriter) commit(ctx context.Context) (int, time.Duration, error) {
+func (w *deltaWriter) commit(ctx context.Context) (int, error) {
 	conflicts := 0
 	for {
 		latest, err := w.load(ctx)
 		if err != nil {
-			return conflicts, 0, err
+			return conflicts, err
 		}
 		w.seq++
 		v := latest + 1
@@ -227,10 +232,10 @@ func (w *deltaWriter) commit(ctx context.Context) (int, time.Duration, error) {
 		code, answer, err := w.do(ctx, http.MethodPost, strings.NewReader(body))
 		switch {
 		case err != nil:
-			return conflicts, 0, fmt.Errorf("commit: %v", err)
+			return conflicts, fmt.Errorf("commit: %v", err)
 		case code == http.StatusOK:
 			w.acked.Add(1)
-			return conflicts, 0, nil
+			return conflicts, nil
 		case code == http.StatusConflict:
 			conflicts++ // another writer took the version: reload and retry
 		case code == http.StatusInternalServerError && bytes.Contains(answer, []byte("CommitStateUnknownException")):
@@ -241,7 +246,7 @@ func (w *deltaWriter) commit(ctx context.Context) (int, time.Duration, error) {
 			// conflict: reload and retry.
 			conflicts++
 		default:
-			return conflicts, 0, fmt.Errorf("commit: status %d", code)
+			return conflicts, fmt.Errorf("commit: status %d", code)
 		}
 	}
 }
@@ -249,19 +254,7 @@ func (w *deltaWriter) commit(ctx context.Context) (int, time.Duration, error) {
 // do sends one request to the table and reads the answer into the
 // writer's buffer.
 func (w *deltaWriter) do(ctx context.Context, method string, body io.Reader) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, w.url, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := w.s.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	w.buf.Reset()
-	_, err = w.buf.ReadFrom(resp.Body)
-	return resp.StatusCode, w.buf.Bytes(), err
+	return w.s.send(ctx, method, w.url, body, &w.buf)
 }
 
 // load returns the table's latest version, reading just that field of

@@ -56,7 +56,7 @@ func summarise(system string, per [][]sample, window time.Duration) Result {
 				continue
 			}
 			r.Commits++
-			lat = append(lat, s.end.Sub(s.start)-s.own)
+			lat = append(lat, s.end.Sub(s.start))
 			retries = append(retries, s.conflicts)
 		}
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -123,8 +124,11 @@ func (g *groupCommit) drain() {
 		for _, p := range batch {
 			p.err = mapRaftError(p.future.Error()) // entries commit in order: wait for each
 			if p.err == nil {
+				var ok bool
 				p.index = p.future.Index()
-				p.res, _ = p.future.Response().(fsm.Result)
+				if p.res, ok = p.future.Response().(fsm.Result); !ok {
+					p.err = fmt.Errorf("unexpected apply response %T", p.future.Response())
+				}
 			}
 		}
 		decided = batch

@@ -20,30 +20,21 @@ func TestConcurrentProposalsShareBatches(t *testing.T) {
 	before := leader.Status().GroupCommit
 
 	const n = 64
-	start := make(chan struct{})
 	indexes := make([]uint64, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			res, idx, err := leader.Propose(context.Background(), &fsm.CreateSchema{
-				ID: fmt.Sprintf("id-%d", i), CatalogName: "unity", Name: fmt.Sprintf("s%d", i)})
-			switch {
-			case err != nil:
-				errs[i] = err
-			case res.Err != nil:
-				errs[i] = res.Err
-			case res.Schema == nil || res.Schema.Name != fmt.Sprintf("s%d", i):
-				errs[i] = fmt.Errorf("proposal %d got result %+v", i, res)
-			}
-			indexes[i] = idx
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		res, idx, err := leader.Propose(context.Background(), &fsm.CreateSchema{
+			ID: fmt.Sprintf("id-%d", i), CatalogName: "unity", Name: fmt.Sprintf("s%d", i)})
+		switch {
+		case err != nil:
+			errs[i] = err
+		case res.Err != nil:
+			errs[i] = res.Err
+		case res.Schema == nil || res.Schema.Name != fmt.Sprintf("s%d", i):
+			errs[i] = fmt.Errorf("proposal %d got result %+v", i, res)
+		}
+		indexes[i] = idx
+	})
 	seen := map[uint64]int{}
 	var last uint64
 	for i, err := range errs {
@@ -86,20 +77,9 @@ func TestRacingCommitsAreDecidedWithoutLosingOrLogging(t *testing.T) {
 			AddCommit: &fsm.AddCommit{Commit: fsm.Commit{Version: 1, Timestamp: 1, FileName: fmt.Sprintf("w%d.json", i),
 				FileSize: 10, FileModTime: 1}}}
 	}
-	start := make(chan struct{})
 	results := make([]fsm.Result, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], _, errs[i] = leader.Propose(context.Background(), commit(i))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) { results[i], _, errs[i] = leader.Propose(context.Background(), commit(i)) })
 	winner := -1
 	for i := range results {
 		switch {
@@ -134,4 +114,20 @@ func TestRacingCommitsAreDecidedWithoutLosingOrLogging(t *testing.T) {
 	}
 	waitApplied(t, nodes, after.LastIndex)
 	requireConverged(t, nodes)
+}
+
+// atOnce runs f(0..n-1) on n goroutines released together, and waits.
+func atOnce(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
 }

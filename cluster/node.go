@@ -148,9 +148,7 @@ func (n *Node) openRaft() error {
 	}
 	n.reads = &readIndex{raft: n.raft}
 	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, readIndex: n.reads.wait,
-		leading: func() bool {
-			return n.raft.State() == raft.Leader && n.readyTerm.Load() == n.raft.CurrentTerm()
-		},
+		leading: n.established,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
 	return nil
 }

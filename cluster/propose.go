@@ -102,6 +102,13 @@ func (n *Node) WaitForLeader(ctx context.Context) error {
 	}
 }
 
+// established reports whether this node leads and has applied its own
+// first entry of the current term (so its state holds every write
+// acknowledged by earlier leaders).
+func (n *Node) established() bool {
+	return n.raft.State() == raft.Leader && n.readyTerm.Load() == n.raft.CurrentTerm()
+}
+
 // waitEstablished waits (briefly) while this node leads but has not yet
 // applied its first entry of the term; a node that does not lead fails
 // at once with ErrNotLeader.
@@ -111,7 +118,7 @@ func (n *Node) waitEstablished(ctx context.Context) error {
 		if n.raft.State() != raft.Leader {
 			return ErrNotLeader
 		}
-		if n.readyTerm.Load() == n.raft.CurrentTerm() {
+		if n.established() {
 			return nil
 		}
 		if time.Now().After(deadline) {
