@@ -74,6 +74,37 @@ type system interface {
 // many conflicts it saw.
 type committer interface {
 	commit(ctx context.Context) (conflicts int, err error)
+	// requests are the writer's timed loads and commit attempts.
+	requests() *requestTimes
+}
+
+// requestTimes records how long each of one writer's requests took, by
+// kind, so that a commit's latency can be taken apart.
+type requestTimes struct {
+	loads, attempts timings
+}
+
+type timings struct {
+	starts []time.Time
+	took   []time.Duration
+}
+
+// since records a request that started at start and has just finished.
+func (t *timings) since(start time.Time) {
+	t.starts = append(t.starts, start)
+	t.took = append(t.took, time.Since(start))
+}
+
+// within returns the durations of the requests that started at or after
+// from and finished by until.
+func (t *timings) within(from, until time.Time) []time.Duration {
+	var out []time.Duration
+	for i, s := range t.starts {
+		if !s.Before(from) && !s.Add(t.took[i]).After(until) {
+			out = append(out, t.took[i])
+		}
+	}
+	return out
 }
 
 // tableCounts counts the acknowledged commits of each table.
@@ -198,6 +229,12 @@ func measure(ctx context.Context, sys system, cfg Config, log io.Writer) (Result
 		return Result{}, err
 	}
 	r := summarise(sys.name(), per, cfg.Duration)
+	var loads, attempts []time.Duration
+	for _, c := range clients {
+		loads = append(loads, c.requests().loads.within(from, until)...)
+		attempts = append(attempts, c.requests().attempts.within(from, until)...)
+	}
+	r.LoadLatency, r.AttemptLatency = percentiles(loads), percentiles(attempts)
 	if err := sys.verify(ctx, cfg.Clients); err != nil {
 		return r, fmt.Errorf("%s: %w", sys.name(), err)
 	}

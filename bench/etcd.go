@@ -176,13 +176,18 @@ type etcdWriter struct {
 	id    int
 	seq   int
 	acked *atomic.Int64
+	times requestTimes
 }
+
+func (w *etcdWriter) requests() *requestTimes { return &w.times }
 
 func (w *etcdWriter) commit(ctx context.Context) (int, error) {
 	conflicts := 0
 	key := versionKey(w.table)
 	for {
+		start := time.Now()
 		got, err := w.kv.Get(ctx, key)
+		w.times.loads.since(start)
 		if err != nil {
 			return conflicts, fmt.Errorf("get: %v", err)
 		}
@@ -198,11 +203,13 @@ func (w *etcdWriter) commit(ctx context.Context) (int, error) {
 		now := time.Now().UnixMilli()
 		record := fmt.Sprintf(`{"version":%d,"timestamp":%d,"file-name":"%020d.w%d-%d.json","file-size":1024,"file-modification-timestamp":%d}`,
 			v+1, now, v+1, w.id, w.seq, now)
+		start = time.Now()
 		resp, err := w.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.Value(key), "=", cur)).
 			Then(clientv3.OpPut(key, strconv.FormatInt(v+1, 10)),
 				clientv3.OpPut(fmt.Sprintf("/bench/t%d/commits/%020d", w.table, v+1), record)).
 			Commit()
+		w.times.attempts.since(start)
 		if err != nil {
 			return conflicts, fmt.Errorf("txn: %v", err)
 		}

@@ -207,7 +207,10 @@ type deltaWriter struct {
 	seq   int
 	buf   bytes.Buffer
 	acked *atomic.Int64
+	times requestTimes
 }
+
+func (w *deltaWriter) requests() *requestTimes { return &w.times }
 
 var latestField = []byte(`"latest-table-version":`)
 
@@ -229,7 +232,9 @@ func (w *deltaWriter) commit(ctx context.Context) (int, error) {
 			`{"action":"add-commit","commit":{"version":%d,"timestamp":%d,"file-name":"%020d.w%d-%d.json",`+
 			`"file-size":1024,"file-modification-timestamp":%d}}%s]}`,
 			w.uuid, v, now, v, w.id, w.seq, now, backfill)
+		start := time.Now()
 		code, answer, err := w.do(ctx, http.MethodPost, strings.NewReader(body))
+		w.times.attempts.since(start)
 		switch {
 		case err != nil:
 			return conflicts, fmt.Errorf("commit: %v", err)
@@ -260,7 +265,9 @@ func (w *deltaWriter) do(ctx context.Context, method string, body io.Reader) (in
 // load returns the table's latest version, reading just that field of
 // the answer.
 func (w *deltaWriter) load(ctx context.Context) (int64, error) {
+	start := time.Now()
 	code, b, err := w.do(ctx, http.MethodGet, nil)
+	w.times.loads.since(start)
 	if err != nil || code != http.StatusOK {
 		return 0, fmt.Errorf("load: status %d: %v", code, err)
 	}

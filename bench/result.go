@@ -15,6 +15,10 @@ type Result struct {
 	CommitsPerSec   float64   `json:"commits_per_sec"`
 	ConflictsPerSec float64   `json:"conflicts_per_sec"`
 	Latency         Latencies `json:"commit_latency_ms"`
+	// LoadLatency and AttemptLatency take a commit apart: each load, and
+	// each commit request (a conflicting one included).
+	LoadLatency    Latencies `json:"load_latency_ms"`
+	AttemptLatency Latencies `json:"attempt_latency_ms"`
 	// RetriesP99 and RetriesMax are the conflicts one commit went through
 	// before it was acknowledged: contention, not slowness, makes tails.
 	RetriesP99 int `json:"retries_p99"`
@@ -106,6 +110,12 @@ func (r Result) Line() string {
 		r.System, r.CommitsPerSec, r.ConflictsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Errors, r.ServerCPUMsPerCommit)
 }
 
+// RequestLine is a one-line summary of the single requests.
+func (r Result) RequestLine() string {
+	return fmt.Sprintf("%-8s requests: load p50 %5.2f p99 %6.2f ms, commit attempt p50 %5.2f p99 %6.2f ms",
+		r.System, r.LoadLatency.P50, r.LoadLatency.P99, r.AttemptLatency.P50, r.AttemptLatency.P99)
+}
+
 // Text is the human summary of a report.
 func (rep Report) Text() string {
 	s := fmt.Sprintf("%d clients over %d tables (%s), %.0f s measured after %.0f s warm-up, %d CPUs\n",
@@ -113,6 +123,10 @@ func (rep Report) Text() string {
 	s += rep.Raftcat.Line() + "\n"
 	if rep.Etcd != nil {
 		s += rep.Etcd.Line() + "\n"
+	}
+	s += rep.Raftcat.RequestLine() + "\n"
+	if rep.Etcd != nil {
+		s += rep.Etcd.RequestLine() + "\n"
 		s += fmt.Sprintf("raftcat/etcd: throughput x%.2f, p50 x%.2f, p99 x%.2f\n", rep.ThroughputRatio, rep.P50Ratio, rep.P99Ratio)
 	}
 	return s

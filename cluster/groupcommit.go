@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,11 +29,20 @@ import (
 // the same batch waits for the next batch, and is then answered together
 // with the command it lost to, so two writers racing for one table take
 // turns instead of the one a batch behind losing every round.
+//
+// An answer taken from the applied state needs proof that this node still
+// led after the proposal arrived (a deposed leader's state may miss a newer
+// leader's writes). A batch of this term that was sent after the proposal
+// arrived and has since committed is that proof: a quorum accepted it in
+// this term, so no later leader had been elected by then. Proposals a
+// committed batch covers are answered at once; the others wait for the
+// next batch when there is one, and otherwise for a quorum round. Winners
+// thus never wait for a leadership check.
 type groupCommit struct {
 	raft        *raft.Raft
 	view        func() (*fsm.State, uint64) // the applied state
 	leading     func() bool                 // established leader of the current term
-	readIndex   func(context.Context) (uint64, error)
+	reads       *readIndex
 	timeout     time.Duration
 	maxInFlight int
 
@@ -60,6 +70,11 @@ type proposal struct {
 	index  uint64
 	err    error
 	done   chan struct{}
+	// proof is the quorum round taken when the proposal had to wait.
+	proof *readRound
+	// cover is the last index of a batch sent after this proposal was
+	// pending, once that batch has committed (0 before).
+	cover atomic.Uint64
 }
 
 func (g *groupCommit) stats() GroupCommitStats {
@@ -72,8 +87,14 @@ func (g *groupCommit) stats() GroupCommitStats {
 func (g *groupCommit) apply(cmd fsm.Command, data []byte, check bool) (fsm.Result, uint64, error) {
 	p := &proposal{cmd: cmd, data: data, check: check, done: make(chan struct{})}
 	g.mu.Lock()
-	g.pending = append(g.pending, p)
 	start := g.inFlight < g.maxInFlight
+	if check && !start {
+		// It waits for a batch, and may lose to it: take the quorum round
+		// that would confirm an answer from the applied state now, so the
+		// answer need not wait for one later.
+		p.proof = g.reads.ticket()
+	}
+	g.pending = append(g.pending, p)
 	if start {
 		g.inFlight++
 	}
@@ -104,10 +125,11 @@ func (g *groupCommit) drain() {
 		}
 		g.mu.Unlock()
 		batch, answered, later := g.sort(pending)
+		answered, unconfirmed := covered(answered)
 		g.mu.Lock()
 		g.pending = append(later, g.pending...) // deferred ones keep their place
-		g.counts.Proposals += uint64(len(batch) + len(answered))
-		g.counts.AnsweredWithoutLog += uint64(len(answered))
+		g.counts.Proposals += uint64(len(batch) + len(answered) + len(unconfirmed))
+		g.counts.AnsweredWithoutLog += uint64(len(answered) + len(unconfirmed))
 		if len(batch) > 0 {
 			g.counts.Batches++
 			g.counts.LargestBatch = max(g.counts.LargestBatch, len(batch))
@@ -116,23 +138,46 @@ func (g *groupCommit) drain() {
 		for _, p := range batch {
 			p.future = g.raft.Apply(p.data, g.timeout)
 		}
-		// While the batch replicates, confirm the answers taken from the
-		// applied state, then give them before the last batch's.
-		answered = g.confirm(answered)
+		// Answers the last batch covers go first, then those their quorum
+		// round confirms, then the last batch's winners.
 		release(answered)
+		release(g.confirm(unconfirmed))
 		release(decided)
+		ok := true
 		for _, p := range batch {
 			p.err = mapRaftError(p.future.Error()) // entries commit in order: wait for each
 			if p.err == nil {
-				var ok bool
+				var isResult bool
 				p.index = p.future.Index()
-				if p.res, ok = p.future.Response().(fsm.Result); !ok {
+				if p.res, isResult = p.future.Response().(fsm.Result); !isResult {
 					p.err = fmt.Errorf("unexpected apply response %T", p.future.Response())
 				}
+			}
+			ok = ok && p.err == nil
+		}
+		if ok && len(batch) > 0 {
+			last := batch[len(batch)-1].index
+			for _, p := range later {
+				p.cover.Store(last)
 			}
 		}
 		decided = batch
 	}
+}
+
+// covered splits answers taken from the applied state into those a
+// committed batch proves linearizable and those still needing proof.
+// Every proposal in one call was answered from the same state, so its
+// applied index bounds the covering batch.
+func covered(answered []*proposal) (ok, unconfirmed []*proposal) {
+	for _, p := range answered {
+		if c := p.cover.Load(); c != 0 && c <= p.index {
+			ok = append(ok, p)
+		} else {
+			unconfirmed = append(unconfirmed, p)
+		}
+	}
+	return ok, unconfirmed
 }
 
 func release(ps []*proposal) {
@@ -173,21 +218,30 @@ func (g *groupCommit) sort(pending []*proposal) (batch, answered, later []*propo
 }
 
 // confirm checks leadership for proposals answered from the applied
-// state: that state holds every write acknowledged so far, and a leader
-// still leading after the answers were taken makes them linearizable (a
-// deposed leader's state could miss a newer leader's writes). Without
-// that confirmation they fail with ErrNotLeader: nothing was applied for
-// them, and the client retries against the new leader.
-func (g *groupCommit) confirm(answered []*proposal) []*proposal {
-	if len(answered) == 0 {
+// state that no committed batch covers: a leader still leading after a
+// proposal arrived answers it linearizably (a deposed leader's state
+// could miss a newer leader's writes). Proposals that had to wait for a
+// batch took their quorum round when they arrived, so it has usually
+// finished by now. Without confirmation they fail with ErrNotLeader:
+// nothing was applied for them, and the client retries on the new leader.
+func (g *groupCommit) confirm(unconfirmed []*proposal) []*proposal {
+	if len(unconfirmed) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	if _, err := g.readIndex(ctx); err != nil {
-		for _, p := range answered {
+	var round *readRound // one fresh round for those that took none
+	for _, p := range unconfirmed {
+		proof := p.proof
+		if proof == nil {
+			if round == nil {
+				round = g.reads.ticket()
+			}
+			proof = round
+		}
+		if _, err := proof.wait(ctx); err != nil {
 			p.res, p.index, p.err = fsm.Result{}, 0, ErrNotLeader
 		}
 	}
-	return answered
+	return unconfirmed
 }

@@ -147,7 +147,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.reads = &readIndex{raft: n.raft}
-	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, readIndex: n.reads.wait,
+	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, reads: n.reads,
 		leading: n.established,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
 	return nil

@@ -29,16 +29,26 @@ type readRound struct {
 // wait returns a commit index that is safe to read at, once leadership
 // has been confirmed after the call began.
 func (b *readIndex) wait(ctx context.Context) (uint64, error) {
+	return b.ticket().wait(ctx)
+}
+
+// ticket returns the round that confirms leadership after now, starting
+// the rounds if none is running; the caller waits on it when it needs it.
+func (b *readIndex) ticket() *readRound {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.next == nil {
 		b.next = &readRound{done: make(chan struct{})}
 	}
-	r := b.next
 	if !b.running {
 		b.running = true
 		go b.loop()
 	}
-	b.mu.Unlock()
+	return b.next
+}
+
+// wait returns the round's commit index once its leadership check is done.
+func (r *readRound) wait(ctx context.Context) (uint64, error) {
 	select {
 	case <-r.done:
 		return r.index, r.err
