@@ -32,6 +32,10 @@ type Config struct {
 	// MaxAppendEntries caps the entries one log write and one
 	// AppendEntries RPC carry: the group-commit batch (0: 128).
 	MaxAppendEntries int
+	// LogPreallocBytes is the size the raft log file is given, as written
+	// zeros, before bbolt opens it, so log writes do not allocate
+	// filesystem blocks (0: none).
+	LogPreallocBytes int64
 	// GroupCommitBatches is how many batches of proposals may be in raft
 	// at once; proposals arriving meanwhile wait to leave together (0: 1).
 	GroupCommitBatches int

@@ -102,6 +102,9 @@ func (n *Node) openRaft() error {
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
 		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
 	n.hlog = hlog
+	if err := preallocateLog(filepath.Join(dir, "raft.db"), n.cfg.LogPreallocBytes); err != nil {
+		return err
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
 		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
 	if err != nil {

@@ -38,6 +38,7 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 	MaxAppendEntries  int
+	LogPreallocMiB    int64
 	GroupCommit       int
 	LeaveOnTerminate  bool
 	DeadServerAfter   time.Duration
@@ -69,6 +70,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 8192, "take a raft snapshot once this many log entries were written since the last one")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check whether a snapshot is due")
 	fs.IntVar(&c.MaxAppendEntries, "raft-max-append-entries", 128, "group commit: most log entries written with one fsync and sent in one AppendEntries (1..1024)")
+	fs.Int64Var(&c.LogPreallocMiB, "raft-log-prealloc-mib", 64, "size in MiB the raft log file is given up front, as written zeros, so log writes fsync data only, not filesystem allocations (0: none)")
 	fs.IntVar(&c.GroupCommit, "group-commit-batches", 1, "batches of proposals in raft at once; proposals arriving meanwhile wait and share the next batch's log write and fsync (1..64)")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so lagging followers catch up without a full snapshot")
 	fs.StringVar(&c.Credentials.S3AccessKeyID, "s3-access-key-id", "", "S3 access key vended for s3:// table locations (prefer the environment variable)")
@@ -137,6 +139,9 @@ func (c *Config) Validate() error {
 	if host, _, err := net.SplitHostPort(c.HTTPAdvertise); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
 		errs = append(errs, fmt.Errorf("--http-advertise %q is not reachable by peers: set it when --http-addr binds all interfaces", c.HTTPAdvertise))
 	}
+	if c.LogPreallocMiB < 0 || c.LogPreallocMiB > 1<<16 {
+		errs = append(errs, fmt.Errorf("--raft-log-prealloc-mib must be within 0..65536, got %d", c.LogPreallocMiB))
+	}
 	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
 		errs = append(errs, fmt.Errorf("--raft-max-append-entries must be within 1..1024, got %d", c.MaxAppendEntries))
 	}
@@ -179,7 +184,7 @@ func (c *Config) clusterConfig(log *slog.Logger) cluster.Config {
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
-		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
+		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogPreallocBytes: c.LogPreallocMiB << 20, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
 		MinQuorum: c.MinQuorum, Logger: log}
 }
 
