@@ -30,7 +30,7 @@ type pilot struct {
 
 func newPilot(n *Node) *pilot {
 	p := &pilot{n: n, client: &http.Client{Timeout: time.Second}, failedAt: map[string]time.Time{}}
-	p.ap = autopilot.New(n.raft, p, autopilot.WithLogger(n.hlog.Named("autopilot")),
+	p.ap = autopilot.New(transferGuard{Raft: n.raft, lease: n.lease}, p, autopilot.WithLogger(n.hlog.Named("autopilot")),
 		autopilot.WithUpdateInterval(time.Second), autopilot.WithReconcileInterval(time.Second))
 	return p
 }

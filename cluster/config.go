@@ -32,6 +32,9 @@ type Config struct {
 	// MaxAppendEntries caps the entries one log write and one
 	// AppendEntries RPC carry: the group-commit batch (0: 128).
 	MaxAppendEntries int
+	// DisableReadLease makes every linearizable read take a quorum round,
+	// and restarts skip the wait that keeps leases safe (see readLease).
+	DisableReadLease bool
 	// LogPreallocBytes is the size the raft log file is given, as written
 	// zeros, before bbolt opens it, so log writes do not allocate
 	// filesystem blocks (0: none).

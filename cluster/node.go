@@ -36,6 +36,7 @@ type Node struct {
 	store    *raftboltdb.BoltStore
 	snaps    raft.SnapshotStore
 	trans    *raft.NetworkTransport
+	lease    *readLease
 	ml       *memberlist.Memberlist
 	gossip   *gossip
 	pilot    *pilot
@@ -120,6 +121,12 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftBind, err)
 	}
 	n.trans = raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog)
+	n.lease = &readLease{self: raft.ServerID(n.cfg.NodeID), now: time.Now, acks: map[raft.ServerID]leaseAck{},
+		established: n.established}
+	if !n.cfg.DisableReadLease {
+		n.lease.duration = n.cfg.HeartbeatTimeout / 2
+		n.lease.grace = 2*n.cfg.ElectionTimeout + n.lease.duration
+	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.NodeID)
 	rc.Logger = hlog
@@ -145,11 +152,21 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return err
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
+	if n.lease.duration > 0 {
+		// Before a restart this node may have promised a leader not to
+		// vote for anyone else for a while (the leader's read lease);
+		// having forgotten that leader, it keeps the promise by staying
+		// out of raft until any such lease has run out. A node without
+		// raft state waits too: its data may have been wiped.
+		n.log.Info("waiting out read leases this node may have granted before it started", "wait", n.lease.duration)
+		time.Sleep(n.lease.duration)
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, store, snaps, &leaseTransport{NetworkTransport: n.trans, lease: n.lease})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
-	n.reads = &readIndex{raft: n.raft}
+	n.lease.raft = n.raft
+	n.reads = &readIndex{raft: n.raft, lease: n.lease}
 	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, reads: n.reads,
 		leading: n.established,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
@@ -224,6 +241,7 @@ func (n *Node) handOverLeadership() {
 	if n.raft.State() != raft.Leader {
 		return
 	}
+	n.lease.endForTerm()
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
 		n.log.Info("no leadership hand-over before stopping", "reason", err)
 		return

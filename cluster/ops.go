@@ -115,6 +115,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 		return ErrNotLeader
 	}
 	var f raft.Future
+	n.lease.endForTerm() // followers will vote for the target despite their leader
 	if id == "" {
 		f = n.raft.LeadershipTransfer()
 	} else {

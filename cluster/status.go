@@ -40,6 +40,9 @@ type Status struct {
 	// GroupCommit counts the proposals this node sent to raft and the
 	// batches they left in: proposals per batch is the group-commit gain.
 	GroupCommit GroupCommitStats `json:"group_commit"`
+	// Reads counts this node's linearizable reads by how leadership was
+	// confirmed: under its lease, or by a quorum round.
+	Reads ReadStats `json:"reads"`
 	// Autopilot is the leader's view of server health (leader only).
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
 }
@@ -73,6 +76,7 @@ func (n *Node) Status() Status {
 	s.LastLogTerm, _ = strconv.ParseUint(stats["last_log_term"], 10, 64)
 	s.LastContactMs = lastContactMs(stats)
 	s.GroupCommit = n.group.stats()
+	s.Reads = n.reads.stats()
 	if h := n.pilot.health(); h != nil && s.State == raft.Leader.String() {
 		s.Autopilot = &AutopilotStatus{Healthy: h.Healthy, FailureTolerance: h.FailureTolerance, Servers: map[string]bool{}}
 		for id, srv := range h.Servers {

@@ -48,6 +48,8 @@ type Options struct {
 	// Autopilot dead-server cleanup (0: off) and minimum voters.
 	DeadServerThreshold time.Duration
 	MinQuorum           int
+	// NoReadLease makes every linearizable read take a quorum round.
+	NoReadLease bool
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -100,7 +102,7 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
 		ElectionTimeout: opts.Heartbeat, SnapshotThreshold: opts.SnapshotThreshold, SnapshotInterval: opts.SnapshotInterval,
 		TrailingLogs: opts.TrailingLogs, DeadServerThreshold: opts.DeadServerThreshold, MinQuorum: opts.MinQuorum,
-		Logger: logger(opts.Verbose)}
+		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose)}
 	if err := nd.start(); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
