@@ -130,7 +130,7 @@ type leaseTransport struct {
 
 func (t *leaseTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 	args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	sent := time.Now()
+	sent := t.lease.now()
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil && resp.Success && resp.Term == args.Term {
 		t.lease.acked(id, sent, args.Term)
