@@ -92,6 +92,12 @@ func TestWritesThroughFollowersReachLeader(t *testing.T) {
 		}
 		last = r.Index()
 	}
+	// Followers relay requests over a connection each to the leader.
+	status := testcluster.Do(t, http.MethodGet, leader.URL+"/v1/cluster", nil)
+	relayed := status.Body["relay"].(map[string]any)
+	if relayed["requests"].(float64) < 2 || relayed["connections"].(float64) < 1 {
+		t.Fatalf("leader's relay counts after two writes through followers: %v", relayed)
+	}
 	// A linearizable read through any follower sees both writes at once.
 	r := testcluster.Do(t, http.MethodGet, nodes[0].URL+ucBase+"/catalogs", nil)
 	if n := len(r.Body["catalogs"].([]any)); n != 3 {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,10 +190,18 @@ func release(ps []*proposal) {
 // sort splits pending proposals into the batch to log, those answered
 // from the applied state (already decided), and those to try again after
 // this batch.
+//
+// Pending proposals are concurrent (none was answered before another
+// arrived), so any order between them is linearizable; they are taken in
+// a random one. In arrival order, a writer whose requests reach the
+// leader through a follower would lose every race for a table to a writer
+// talking to the leader directly, and retry without end. The order is
+// fixed here, before raft, and every replica applies the log as written.
 func (g *groupCommit) sort(pending []*proposal) (batch, answered, later []*proposal) {
 	if !g.leading() {
 		return pending, nil, nil
 	}
+	rand.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
 	applied, idx := g.view()
 	spec := applied
 	for _, p := range pending {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/relay"
 )
 
 const restorePath = "/v1/cluster/restore"
@@ -26,7 +27,7 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready", "node_id": s.cluster.ID()})
 	})
 	g := e.Group("/v1/cluster")
-	g.GET("", func(c echo.Context) error { return c.JSON(http.StatusOK, s.cluster.Status()) })
+	g.GET("", s.clusterStatus)
 	g.GET("/state-digest", s.stateDigest)
 	g.GET("/snapshot", s.saveSnapshot, s.routeToLeader)
 	g.POST("/restore", s.restoreSnapshot)
@@ -119,6 +120,15 @@ func (s *Server) Leave(ctx context.Context) error {
 	}
 	s.log.Info("left the cluster")
 	return nil
+}
+
+// clusterStatus reports the node's view of the cluster, and the requests
+// followers relayed to it.
+func (s *Server) clusterStatus(c echo.Context) error {
+	return c.JSON(http.StatusOK, struct {
+		cluster.Status
+		Relay relay.Stats `json:"relay"`
+	}{s.cluster.Status(), s.relay.Stats()})
 }
 
 // readState returns the state a read handler answers from: linearizable

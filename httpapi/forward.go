@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/internal/relay"
 )
 
 var errLeaderUnreachable = errors.New("leader unreachable")
@@ -56,6 +57,7 @@ func isStaleRead(r *http.Request) bool {
 type leaderProxy struct {
 	s      *Server
 	client *http.Client
+	relay  *relay.Client
 }
 
 func newLeaderProxy(s *Server) *leaderProxy {
@@ -66,7 +68,7 @@ func newLeaderProxy(s *Server) *leaderProxy {
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &leaderProxy{s: s, client: &http.Client{Transport: transport,
+	return &leaderProxy{s: s, relay: relay.NewClient(2 * time.Second), client: &http.Client{Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -82,7 +84,7 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 		}
 		addr, lerr := p.s.cluster.LeaderHTTPAddr()
 		if lerr == nil {
-			sent, ferr := p.send(c, addr, bytes.NewReader(body))
+			sent, ferr := p.relaySend(c, addr, body)
 			if ferr == nil {
 				return false, nil
 			}
@@ -100,6 +102,30 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// relaySend forwards once over the relay connection to the leader, which
+// many requests share. Protocol requests go this way; admin requests (a
+// snapshot download streams) and leaders that do not accept relay
+// connections get a plain HTTP exchange.
+func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent bool, err error) {
+	in := c.Request()
+	hostport, ok := strings.CutPrefix(addr, "http://")
+	if !ok && strings.Contains(addr, "://") || protocolOf(in.URL.Path) == protoAdmin {
+		return p.send(c, addr, bytes.NewReader(body))
+	}
+	header := in.Header.Clone()
+	header.Set(HeaderForwarded, p.s.cluster.ID())
+	out := &http.Request{Method: in.Method, URL: in.URL, Host: in.Host, Header: header}
+	resp, sent, err := p.relay.Do(in.Context(), hostport, out, body)
+	if errors.Is(err, relay.ErrUnsupported) {
+		return p.send(c, addr, bytes.NewReader(body))
+	}
+	if err != nil {
+		return sent, err
+	}
+	p.answer(c, resp)
+	return true, nil
 }
 
 // send forwards once. sent is false when the request surely never reached
@@ -122,6 +148,12 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 		var op *net.OpError
 		return !(errors.As(err, &op) && op.Op == "dial"), err
 	}
+	p.answer(c, resp)
+	return true, nil
+}
+
+// answer copies the leader's answer to the client.
+func (p *leaderProxy) answer(c echo.Context, resp *http.Response) {
 	defer resp.Body.Close()
 	h := c.Response().Header()
 	h.Del(HeaderServedBy)
@@ -130,12 +162,11 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 	}
 	c.Response().WriteHeader(resp.StatusCode)
 	buf := copyBuffers.Get().(*[]byte)
-	_, err = io.CopyBuffer(c.Response(), resp.Body, *buf)
+	_, err := io.CopyBuffer(c.Response(), resp.Body, *buf)
 	copyBuffers.Put(buf)
 	if err != nil {
-		p.s.log.Warn("copying the leader's answer failed", "path", in.URL.Path, "err", err)
+		p.s.log.Warn("copying the leader's answer failed", "path", c.Request().URL.Path, "err", err)
 	}
-	return true, nil
 }
 
 // copyBuffers are reused to copy the leader's answers: the response writer

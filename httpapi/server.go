@@ -18,6 +18,7 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/relay"
 	"github.com/raftcat/raftcat/snapshot"
 )
 
@@ -65,6 +66,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	proxy   *leaderProxy
+	relay   *relay.Server // serves requests followers relay to this node
 }
 
 // New builds the Echo application with every route.
@@ -80,6 +82,7 @@ func New(c Cluster, cfg Config) *Server {
 	}
 	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
 	s.proxy = newLeaderProxy(s)
+	s.relay = &relay.Server{Handler: s.e, Refuse: http.HandlerFunc(s.refuseRelayed)}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
@@ -95,8 +98,32 @@ func New(c Cluster, cfg Config) *Server {
 	return s
 }
 
-// Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.e }
+// Handler returns the HTTP handler. Relay connections from followers are
+// taken over before Echo sees them; the requests they carry then go
+// through Echo like any other.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if relay.IsUpgrade(r) {
+			s.relay.ServeHTTP(w, r)
+			return
+		}
+		s.e.ServeHTTP(w, r)
+	})
+}
+
+// Close ends relay connections in both directions: requests being served
+// for followers finish first (or until ctx ends); requests relayed after
+// that are refused with a 503 that invites a retry. The HTTP server's own
+// Shutdown does not see these connections (they are taken over).
+func (s *Server) Close(ctx context.Context) error {
+	s.proxy.relay.Close()
+	return s.relay.Shutdown(ctx)
+}
+
+// refuseRelayed answers a request relayed while this node shuts down.
+func (s *Server) refuseRelayed(w http.ResponseWriter, r *http.Request) {
+	s.handleError(cluster.ErrShutdown, s.e.NewContext(r, w))
+}
 
 // bodyLimit refuses oversized bodies with 413 before anything reads them.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {

@@ -158,6 +158,9 @@ func runNode(cfg Config, log *slog.Logger) error {
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("HTTP shutdown", "err", serr)
 	}
+	if cerr := api.Close(shutdownCtx); cerr != nil {
+		log.Warn("closing relay connections", "err", cerr)
+	}
 	if nerr := node.Shutdown(); nerr != nil {
 		return nerr
 	}

@@ -27,6 +27,7 @@ type Node struct {
 	cfg  cluster.Config
 	http string // HTTP listen address
 	srv  *http.Server
+	api  *httpapi.Server
 	up   bool
 
 	leaderWait time.Duration
@@ -133,7 +134,8 @@ func (nd *Node) start() error {
 	// Restarts must come back on the same addresses: raft's configuration
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
-	nd.srv = &http.Server{Handler: httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds}).Handler()}
+	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds})
+	nd.srv = &http.Server{Handler: nd.api.Handler()}
 	go nd.srv.Serve(ln)
 	nd.up = true
 	return nil
@@ -148,6 +150,7 @@ func (nd *Node) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = nd.srv.Shutdown(ctx)
+	_ = nd.api.Close(ctx)
 	_ = nd.Node.Shutdown()
 }
 
@@ -172,6 +175,7 @@ func (nd *Node) MarkStopped() {
 	if nd.up {
 		nd.up = false
 		_ = nd.srv.Close()
+		_ = nd.api.Close(context.Background())
 	}
 }
 

@@ -1,0 +1,67 @@
+// Package relay carries HTTP requests from a follower to the leader over
+// one long-lived connection, with many requests in flight at once.
+//
+// Forwarding each request as its own HTTP exchange costs a write and a
+// read system call on both nodes plus the client's per-connection
+// goroutines, for every request. A relay connection instead frames each
+// request and each answer (an id and an HTTP/1.1 message), and a writer
+// sends every frame queued since its last write in one system call, so
+// under load many requests share a write. Answers come back in any order.
+//
+// The connection starts as an HTTP/1.1 request that the server upgrades
+// (Upgrade: raftcat-relay/1), so it needs no port of its own. A server
+// that does not know the upgrade answers something else, and the client
+// reports ErrUnsupported so the caller can forward the plain way.
+package relay
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Path is where a server accepts relay connections.
+const Path = "/v1/cluster/relay"
+
+// protocol is the Upgrade token; a later incompatible framing gets a new one.
+const protocol = "raftcat-relay/1"
+
+// MaxFrame bounds one request or answer (id excluded). Larger requests are
+// refused before sending; a larger answer is replaced by a 502.
+const MaxFrame = 256 << 20
+
+const headerLen = 12 // payload length (uint32) and request id (uint64), big endian
+
+// ErrUnsupported means the server did not accept the relay upgrade.
+var ErrUnsupported = errors.New("relay: the server does not accept relay connections")
+
+// appendFrame appends a frame header for a payload of n bytes.
+func appendFrame(dst []byte, id uint64, n int) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	return binary.BigEndian.AppendUint64(dst, id)
+}
+
+// readFrame reads one frame. The payload is freshly allocated: it outlives
+// the next read.
+func readFrame(r *bufio.Reader) (id uint64, payload []byte, err error) {
+	var h [headerLen]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:4])
+	if n > MaxFrame {
+		return 0, nil, fmt.Errorf("relay: frame of %d bytes exceeds the %d byte limit", n, MaxFrame)
+	}
+	payload = make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, err
+	}
+	return binary.BigEndian.Uint64(h[4:]), payload, nil
+}
+
+// readers parse frame payloads as HTTP messages without a fresh 4 KiB
+// buffer each time.
+var readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}

@@ -1,0 +1,275 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// server starts an HTTP server on loopback that hands relay upgrades to
+// rs and everything else to plain; it counts the connections it accepts.
+func server(t *testing.T, rs *Server, plain http.Handler) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns = &atomic.Int64{}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rs != nil && IsUpgrade(r) {
+				rs.ServeHTTP(w, r)
+				return
+			}
+			plain.ServeHTTP(w, r)
+		}),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		},
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		if rs != nil {
+			_ = rs.Shutdown(context.Background())
+		}
+		_ = srv.Close()
+	})
+	return ln.Addr().String(), conns
+}
+
+func request(t *testing.T, method, uri string, header http.Header) *http.Request {
+	t.Helper()
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header == nil {
+		header = http.Header{}
+	}
+	return &http.Request{Method: method, URL: u, Host: "catalog.example", Header: header}
+}
+
+// echoHandler answers with what it received, so each answer shows which
+// request it belongs to.
+var echoHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	w.Header().Set("X-Seen", r.Header.Get("X-Request"))
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, "%s %s host=%s body=%s", r.Method, r.URL.RequestURI(), r.Host, body)
+})
+
+// TestConcurrentRequestsShareOneConnection relays many requests at once:
+// each gets its own answer (status, headers, body), and all of them
+// travel over a single connection.
+func TestConcurrentRequestsShareOneConnection(t *testing.T) {
+	addr, conns := server(t, &Server{Handler: echoHandler}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := http.Header{"X-Request": {fmt.Sprint(i)}}
+			resp, sent, err := c.Do(context.Background(), addr, request(t, http.MethodPost, fmt.Sprintf("/t/%d?q=a%%20b", i), h), []byte(fmt.Sprintf("payload-%d", i)))
+			if err != nil {
+				errs <- fmt.Errorf("request %d: %v (sent %v)", i, err, sent)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			want := fmt.Sprintf("POST /t/%d?q=a%%20b host=catalog.example body=payload-%d", i, i)
+			if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-Seen") != fmt.Sprint(i) || string(body) != want {
+				errs <- fmt.Errorf("request %d: got %d %q %q, want 201 %q", i, resp.StatusCode, resp.Header.Get("X-Seen"), body, want)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := conns.Load(); got != 1 {
+		t.Fatalf("%d requests used %d connections, want 1", n, got)
+	}
+}
+
+// TestServerWithoutRelayIsUnsupported: a server that does not upgrade
+// yields ErrUnsupported with nothing sent, so the caller can fall back.
+func TestServerWithoutRelayIsUnsupported(t *testing.T) {
+	addr, _ := server(t, nil, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	_, sent, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/x", nil), nil)
+	if !errors.Is(err, ErrUnsupported) || sent {
+		t.Fatalf("got %v (sent %v), want ErrUnsupported, not sent", err, sent)
+	}
+}
+
+// TestUnreachableServerIsNotSent: when no connection can be made, the
+// request surely never arrived.
+func TestUnreachableServerIsNotSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := NewClient(time.Second)
+	defer c.Close()
+	if _, sent, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/x", nil), []byte("{}")); err == nil || sent {
+		t.Fatalf("got %v (sent %v), want an error, not sent", err, sent)
+	}
+}
+
+// TestLostConnectionFailsRequestsInFlightAsSent: when the connection
+// breaks while the server is serving a request, the outcome is unknown,
+// and the next request opens a new connection.
+func TestLostConnectionFailsRequestsInFlightAsSent(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	rs := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if first.CompareAndSwap(false, true) {
+			close(started)
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	})}
+	addr, conns := server(t, rs, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+
+	done := make(chan error, 1)
+	go func() {
+		_, sent, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/commit", nil), []byte("{}"))
+		if err == nil || !sent {
+			done <- fmt.Errorf("got %v (sent %v), want an error with the request sent", err, sent)
+			return
+		}
+		done <- nil
+	}()
+	<-started
+	rs.mu.Lock()
+	for conn := range rs.conns {
+		conn.Close()
+	}
+	rs.mu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+
+	resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/load", nil), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("request after reconnecting: %v %v", resp, err)
+	}
+	if got := conns.Load(); got != 2 {
+		t.Fatalf("server saw %d connections, want 2 (the lost one and its replacement)", got)
+	}
+}
+
+// TestShutdownFinishesServedRequestsAndRefusesNewOnes: requests being
+// served when Shutdown begins get their answers; requests arriving after
+// get the Refuse answer; then the connection closes.
+func TestShutdownFinishesServedRequestsAndRefusesNewOnes(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	rs := &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				close(started)
+				<-release
+			}
+			io.WriteString(w, "served "+r.URL.Path)
+		}),
+		Refuse: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		}),
+	}
+	addr, _ := server(t, rs, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+
+	slow := make(chan string, 1)
+	go func() {
+		resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/slow", nil), nil)
+		if err != nil {
+			slow <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		slow <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	<-started
+	shut := make(chan error, 1)
+	go func() { shut <- rs.Shutdown(context.Background()) }()
+	waitFor(t, "shutdown to begin", func() bool { rs.mu.Lock(); defer rs.mu.Unlock(); return rs.closing })
+
+	resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/late", nil), nil)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("request after shutdown began: %v %v, want the 503 refusal", resp, err)
+	}
+	close(release)
+	if got := <-slow; got != "200 served /slow" {
+		t.Fatalf("request served during shutdown got %q", got)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, sent, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/after", nil), nil); err == nil {
+		t.Fatalf("request after shutdown was answered (sent %v)", sent)
+	}
+}
+
+// TestMovingToAnotherServerRetiresTheOldConnection: once requests go to a
+// new address (a new leader), the idle connection to the old one closes.
+func TestMovingToAnotherServerRetiresTheOldConnection(t *testing.T) {
+	rs := &Server{Handler: echoHandler}
+	old, _ := server(t, rs, http.NotFoundHandler())
+	next, _ := server(t, &Server{Handler: echoHandler}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	for _, addr := range []string{old, next} {
+		if _, _, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/", nil), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the old connection to close", func() bool { rs.mu.Lock(); defer rs.mu.Unlock(); return len(rs.conns) == 0 })
+}
+
+// waitFor polls cond until it holds (a condition, not a timed guess).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Errorf("timed out waiting for %s", what)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestOversizedFrameIsRefusedBeforeReading: a frame header announcing
+// more than MaxFrame fails without the payload being read or allocated.
+func TestOversizedFrameIsRefusedBeforeReading(t *testing.T) {
+	header := appendFrame(nil, 7, MaxFrame+1)
+	_, _, err := readFrame(bufio.NewReader(bytes.NewReader(header)))
+	if err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Fatalf("oversized frame: %v", err)
+	}
+}
