@@ -36,6 +36,10 @@ type nodeMeta struct {
 	// Leaving is gossiped just before a graceful leave, so peers can tell
 	// a node that left from one that failed.
 	Leaving bool `json:"leaving,omitempty"`
+	// LeaseNs is the read lease this node keeps its promise for: it waited
+	// that long before starting raft, and refuses votes for twice as long
+	// after a heartbeat (0: read leases off). See readLease.
+	LeaseNs int64 `json:"lease_ns,omitempty"`
 }
 
 // Gossip status of a member.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
@@ -31,9 +32,11 @@ import (
 //   - clocks: durations are measured on monotonic clocks, and the lease is
 //     half the timeout, so rates may differ by far more than real clocks do.
 //
-// All nodes must share the heartbeat timeout (--raft-heartbeat-timeout)
-// and the lease setting, and messages between nodes must not be delayed
-// by more than an election timeout.
+// Every voter must keep the promise as long as this leader counts on it:
+// the same heartbeat timeout (--raft-heartbeat-timeout) and leases on.
+// Each node gossips the lease it keeps, and a leader takes no lease while
+// any voter's is shorter or unknown. Messages between nodes must not be
+// delayed by more than an election timeout.
 type readLease struct {
 	raft     leaseRaft
 	self     raft.ServerID
@@ -43,12 +46,17 @@ type readLease struct {
 	// established reports that this node leads and has applied its first
 	// entry of the term (its commit index covers earlier leaders' writes).
 	established func() bool
+	// promise returns the lease duration peer gossips that it keeps
+	// (known is false before gossip has heard of it).
+	promise func(peer raft.ServerID) (lease time.Duration, known bool)
+	log     *slog.Logger
 
 	mu          sync.Mutex
 	acks        map[raft.ServerID]leaseAck
-	noLeaseTerm uint64    // a transfer started in this term
-	term        uint64    // the newest term held() saw this node lead
-	termSeen    time.Time // when it first did
+	noLeaseTerm uint64                          // a transfer started in this term
+	shortPeers  map[raft.ServerID]time.Duration // voters keeping a shorter promise, as last warned
+	term        uint64                          // the newest term held() saw this node lead
+	termSeen    time.Time                       // when it first did
 }
 
 // leaseRaft is the part of raft the lease reads (a fake in unit tests).
@@ -88,7 +96,7 @@ func (l *readLease) held() bool {
 	}
 	term := l.raft.CurrentTerm()
 	cf := l.raft.GetConfiguration()
-	if cf.Error() != nil {
+	if cf.Error() != nil || !l.votersKeepPromise(cf.Configuration()) {
 		return false
 	}
 	now := l.now()
@@ -120,6 +128,47 @@ func (l *readLease) held() bool {
 	return voters > 0 && fresh > voters/2
 }
 
+// votersKeepPromise reports whether every other voter gossips a lease
+// promise at least as long as this node's lease. A voter keeping a shorter
+// one (another heartbeat timeout, or leases off) could vote for a new
+// leader while this one still counts on the lease; that is logged once.
+func (l *readLease) votersKeepPromise(cfg raft.Configuration) bool {
+	if l.promise == nil {
+		return false
+	}
+	for _, s := range cfg.Servers {
+		if s.Suffrage != raft.Voter || s.ID == l.self {
+			continue
+		}
+		lease, known := l.promise(s.ID)
+		if !known {
+			return false
+		}
+		if lease < l.duration {
+			l.warnShort(s.ID, lease)
+			return false
+		}
+	}
+	return true
+}
+
+func (l *readLease) warnShort(peer raft.ServerID, lease time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, warned := l.shortPeers[peer]; warned && last == lease {
+		return
+	}
+	if l.shortPeers == nil {
+		l.shortPeers = map[raft.ServerID]time.Duration{}
+	}
+	l.shortPeers[peer] = lease
+	if l.log != nil {
+		l.log.Warn("no read lease: a voter keeps a shorter lease promise; linearizable reads take quorum rounds "+
+			"(run every node with the same --raft-heartbeat-timeout and --read-lease)",
+			"peer", string(peer), "peer_lease", lease, "lease", l.duration)
+	}
+}
+
 // leaseTransport reports accepted AppendEntries to the lease. Replication
 // in pipeline mode does not pass here; heartbeats, sent at least every
 // tenth of the heartbeat timeout, do.
@@ -148,4 +197,16 @@ type transferGuard struct {
 func (g transferGuard) LeadershipTransferToServer(id raft.ServerID, addr raft.ServerAddress) raft.Future {
 	g.lease.endForTerm()
 	return g.Raft.LeadershipTransferToServer(id, addr)
+}
+
+// leasePromise returns the read lease peer gossips that it keeps.
+func (n *Node) leasePromise(peer raft.ServerID) (time.Duration, bool) {
+	if n.gossip == nil {
+		return 0, false
+	}
+	m, ok := n.gossip.get(string(peer))
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(m.meta.LeaseNs), true
 }

@@ -50,6 +50,35 @@ func TestLinearizableReadsUnderTheLeaseAndWithout(t *testing.T) {
 	})
 }
 
+// TestVoterWithoutLeasePromiseEndsLeases adds a voter running without
+// read leases (it neither waits them out on start nor gossips a promise):
+// the leader stops reading under its lease and takes quorum rounds.
+func TestVoterWithoutLeasePromiseEndsLeases(t *testing.T) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{})
+	leader := testcluster.Leader(t, nodes)
+	readsUnderLease(t, leader)
+
+	testcluster.Add(t, nodes, "node4", 3, testcluster.Options{NoReadLease: true})
+	testcluster.WaitFor(t, 30*time.Second, "node4 to become a voter", func() bool {
+		for _, m := range leader.Status().Members {
+			if m.ID == "node4" && m.Voter {
+				return true
+			}
+		}
+		return false
+	})
+	before := leader.Status().Reads
+	for i := 0; i < 10; i++ {
+		if _, _, err := leader.LinearizableState(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := leader.Status().Reads
+	if after.Lease != before.Lease || after.QuorumRounds < before.QuorumRounds+10 {
+		t.Fatalf("with a voter keeping no lease promise, 10 sequential reads went %+v -> %+v, want 10 quorum rounds", before, after)
+	}
+}
+
 // readsUnderLease waits until the leader holds its lease, then checks
 // that reads are answered under it.
 func readsUnderLease(t *testing.T, leader *testcluster.Node) {

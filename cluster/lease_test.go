@@ -38,13 +38,17 @@ func servers(voters []string, nonvoters ...string) raft.Configuration {
 // quorum of fresh acknowledgements in the current term grants it; age,
 // another term, non-voters, a larger configuration, losing leadership, a
 // leadership transfer, an unestablished term and a new term's grace
-// period each withhold it.
+// period, and a voter that does not gossip a promise as long as the lease
+// each withhold it.
 func TestReadLease(t *testing.T) {
 	now := time.Unix(1000, 0)
 	r := &fakeLeaseRaft{state: raft.Leader, term: 5, cfg: servers([]string{"a", "b", "c"}, "d")}
 	established := true
+	promises := map[raft.ServerID]time.Duration{"b": 500 * time.Millisecond, "c": 500 * time.Millisecond,
+		"d": 0, "e": 500 * time.Millisecond, "f": 500 * time.Millisecond}
+	promise := func(peer raft.ServerID) (time.Duration, bool) { d, ok := promises[peer]; return d, ok }
 	l := &readLease{raft: r, self: "a", duration: 500 * time.Millisecond, now: func() time.Time { return now },
-		acks: map[raft.ServerID]leaseAck{}, established: func() bool { return established }}
+		acks: map[raft.ServerID]leaseAck{}, established: func() bool { return established }, promise: promise}
 	step := func(what string, want bool) {
 		t.Helper()
 		if got := l.held(); got != want {
@@ -95,6 +99,15 @@ func TestReadLease(t *testing.T) {
 	l.acked("c", now, 7)
 	l.acked("e", now, 7)
 	step("a new term, after its grace period", true)
+
+	promises["c"] = 250 * time.Millisecond
+	step("a voter keeps a shorter promise (a shorter heartbeat timeout)", false)
+	promises["c"] = 0
+	step("a voter runs without leases", false)
+	delete(promises, "c")
+	step("a voter gossip has not heard of yet", false)
+	promises["c"] = time.Second
+	step("every voter keeps at least the lease's promise", true)
 
 	l.duration = 0
 	step("lease disabled", false)

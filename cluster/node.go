@@ -122,7 +122,7 @@ func (n *Node) openRaft() error {
 	}
 	n.trans = raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog)
 	n.lease = &readLease{self: raft.ServerID(n.cfg.NodeID), now: time.Now, acks: map[raft.ServerID]leaseAck{},
-		established: n.established}
+		established: n.established, promise: n.leasePromise, log: n.log}
 	if !n.cfg.DisableReadLease {
 		n.lease.duration = n.cfg.HeartbeatTimeout / 2
 		n.lease.grace = 2*n.cfg.ElectionTimeout + n.lease.duration
@@ -191,7 +191,8 @@ func (n *Node) openGossip() error {
 	mc.PushPullInterval = 10 * time.Second // small clusters: converge faster after a restart
 	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
 	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
-		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString()})
+		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString(),
+		LeaseNs: int64(n.lease.duration)})
 	mc.Delegate, mc.Events = n.gossip, n.gossip
 	n.ml, err = memberlist.Create(mc)
 	if err != nil {
