@@ -82,7 +82,7 @@ func New(c Cluster, cfg Config) *Server {
 	}
 	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
 	s.proxy = newLeaderProxy(s)
-	s.relay = &relay.Server{Handler: s.e, Refuse: http.HandlerFunc(s.refuseRelayed)}
+	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
@@ -111,18 +111,14 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Close ends relay connections in both directions: requests being served
-// for followers finish first (or until ctx ends); requests relayed after
-// that are refused with a 503 that invites a retry. The HTTP server's own
-// Shutdown does not see these connections (they are taken over).
+// Close ends relay connections in both directions. Requests followers
+// relayed here finish and are answered (or until ctx ends); followers send
+// the ones not served yet again, to whichever node leads by then. The HTTP
+// server's own Shutdown does not see these connections (they are taken
+// over), so call both.
 func (s *Server) Close(ctx context.Context) error {
 	s.proxy.relay.Close()
 	return s.relay.Shutdown(ctx)
-}
-
-// refuseRelayed answers a request relayed while this node shuts down.
-func (s *Server) refuseRelayed(w http.ResponseWriter, r *http.Request) {
-	s.handleError(cluster.ErrShutdown, s.e.NewContext(r, w))
 }
 
 // bodyLimit refuses oversized bodies with 413 before anything reads them.

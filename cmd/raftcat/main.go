@@ -155,10 +155,12 @@ func runNode(cfg Config, log *slog.Logger) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	relayClosed := make(chan error, 1) // relayed requests drain alongside direct ones
+	go func() { relayClosed <- api.Close(shutdownCtx) }()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("HTTP shutdown", "err", serr)
 	}
-	if cerr := api.Close(shutdownCtx); cerr != nil {
+	if cerr := <-relayClosed; cerr != nil {
 		log.Warn("closing relay connections", "err", cerr)
 	}
 	if nerr := node.Shutdown(); nerr != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -11,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -21,16 +21,22 @@ import (
 type Client struct {
 	dialer      net.Dialer
 	mu          sync.Mutex
-	conns       map[string]*clientConn
-	unsupported map[string]time.Time // addresses that refused the upgrade, and when
+	conns       map[string]*clientConn   // the connection (maybe still dialling) per address
+	all         map[*clientConn]struct{} // every open connection, retired ones too
+	unsupported map[string]time.Time     // addresses that refused the upgrade, and when
 	closed      bool
 }
 
-// NewClient returns a client; dialTimeout bounds connecting and the upgrade.
+// NewClient returns a client; dialTimeout (2 s if 0) bounds connecting
+// and the upgrade.
 func NewClient(dialTimeout time.Duration) *Client {
+	if dialTimeout <= 0 {
+		dialTimeout = 2 * time.Second
+	}
 	return &Client{
 		dialer:      net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
 		conns:       map[string]*clientConn{},
+		all:         map[*clientConn]struct{}{},
 		unsupported: map[string]time.Time{},
 	}
 }
@@ -46,9 +52,9 @@ var hopByHop = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Co
 
 // Do relays one request, whose body is body, to the server at addr
 // (host:port) and returns its answer with the body read into memory.
-// sent is false when the request surely never reached the server (so it
-// may be retried even if it is not idempotent); it is true when the
-// connection failed or ctx ended after the request may have been written.
+// sent is false when the request surely was not served (so it may be sent
+// again elsewhere even if it is not idempotent); it is true when the
+// connection failed or ctx ended after the request may have been served.
 // ErrUnsupported (sent false) means addr does not accept relay connections.
 func (c *Client) Do(ctx context.Context, addr string, r *http.Request, body []byte) (resp *http.Response, sent bool, err error) {
 	frame, err := encodeRequest(r, body)
@@ -60,39 +66,48 @@ func (c *Client) Do(ctx context.Context, addr string, r *http.Request, body []by
 		return nil, false, err
 	}
 	cl := &call{frame: frame, done: make(chan struct{})}
-	if err := cc.register(cl); err != nil {
-		return nil, false, err
-	}
 	select {
 	case cc.queue <- cl:
 	case <-cc.broken:
-		cc.forget(cl)
-		return nil, cl.written.Load(), cc.failure()
+		return nil, false, cc.failure()
 	case <-ctx.Done():
-		cc.forget(cl)
 		return nil, false, ctx.Err()
 	}
 	select {
 	case <-cl.done:
+	case <-cc.broken:
+		if !cc.abandon(cl) { // the writer took it: fail answers it
+			<-cl.done
+			break
+		}
+		return nil, false, cc.failure()
 	case <-ctx.Done():
+		if cc.abandon(cl) {
+			return nil, false, ctx.Err()
+		}
 		cc.forget(cl)
 		return nil, true, ctx.Err()
 	}
 	if cl.err != nil {
-		return nil, cl.written.Load(), cl.err
+		return nil, cl.sent, cl.err
 	}
+	return decodeAnswer(cl.answer)
+}
+
+// decodeAnswer parses a framed HTTP answer; its body stays in the frame.
+func decodeAnswer(answer []byte) (*http.Response, bool, error) {
 	br := readers.Get().(*bufio.Reader)
-	defer readers.Put(br)
-	br.Reset(bytes.NewReader(cl.answer))
-	resp, err = http.ReadResponse(br, nil)
+	br.Reset(bytes.NewReader(answer))
+	resp, err := http.ReadResponse(br, nil)
+	br.Reset(nil)
+	readers.Put(br)
 	if err != nil {
 		return nil, true, fmt.Errorf("relay: malformed answer: %w", err)
 	}
-	// The body is a slice of the frame: hand it over as it is, so the
-	// caller reads it without the pooled reader.
-	head := len(cl.answer) - br.Buffered()
-	resp.Body.Close()
-	resp.Body = nopCloser{bytes.NewReader(cl.answer[head:])}
+	if resp.ContentLength < 0 || resp.ContentLength > int64(len(answer)) {
+		return nil, true, fmt.Errorf("relay: malformed answer: content length %d in a %d byte frame", resp.ContentLength, len(answer))
+	}
+	resp.Body = nopCloser{bytes.NewReader(answer[int64(len(answer))-resp.ContentLength:])}
 	return resp, true, nil
 }
 
@@ -101,11 +116,8 @@ type nopCloser struct{ *bytes.Reader }
 func (nopCloser) Close() error { return nil }
 
 // encodeRequest writes r as an HTTP/1.1 message behind a frame header
-// whose id is filled in when the request is queued.
+// whose id the writer fills in.
 func encodeRequest(r *http.Request, body []byte) ([]byte, error) {
-	if len(body) > MaxFrame-64<<10 {
-		return nil, fmt.Errorf("relay: request body of %d bytes is too large to relay", len(body))
-	}
 	var b bytes.Buffer
 	b.Grow(headerLen + 512 + len(body))
 	b.Write(make([]byte, headerLen))
@@ -124,10 +136,15 @@ func encodeRequest(r *http.Request, body []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// conn returns the open connection to addr, dialling it if needed, and
-// retires connections to other addresses.
+// conn returns the connection to addr once it is up, starting a dial if
+// there is none, and retires connections to other addresses. The dial runs
+// on its own, so waiting for it never holds the client's lock.
 func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errors.New("relay: client closed")
+	}
 	var retired []*clientConn
 	for other, cc := range c.conns {
 		if other != addr {
@@ -135,92 +152,137 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 			retired = append(retired, cc)
 		}
 	}
-	cc, err := c.connLocked(ctx, addr)
+	cc, ok := c.conns[addr]
+	if !ok {
+		if at, refused := c.unsupported[addr]; refused && time.Since(at) < retryUnsupported {
+			c.mu.Unlock()
+			retireAll(retired)
+			return nil, ErrUnsupported
+		}
+		cc = &clientConn{client: c, addr: addr, ready: make(chan struct{}), queue: make(chan *call, 1024),
+			pending: map[uint64]*call{}, broken: make(chan struct{})}
+		c.conns[addr] = cc
+		go c.dial(cc)
+	}
 	c.mu.Unlock()
-	for _, old := range retired {
-		old.retire() // may close it, which takes c.mu
+	retireAll(retired)
+	select {
+	case <-cc.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return cc, err
-}
-
-func (c *Client) connLocked(ctx context.Context, addr string) (*clientConn, error) {
-	if c.closed {
-		return nil, errors.New("relay: client closed")
+	if cc.dialErr != nil {
+		return nil, cc.dialErr
 	}
-	if cc, ok := c.conns[addr]; ok {
-		return cc, nil
-	}
-	if at, ok := c.unsupported[addr]; ok && time.Since(at) < retryUnsupported {
-		return nil, ErrUnsupported
-	}
-	cc, err := c.dial(ctx, addr)
-	if errors.Is(err, ErrUnsupported) {
-		c.unsupported[addr] = time.Now()
-	}
-	if err != nil {
-		return nil, err
-	}
-	delete(c.unsupported, addr)
-	c.conns[addr] = cc
 	return cc, nil
 }
 
+func retireAll(ccs []*clientConn) {
+	for _, cc := range ccs {
+		cc.retire()
+	}
+}
+
 // dial connects and upgrades; nothing has been relayed when it fails.
-func (c *Client) dial(ctx context.Context, addr string) (*clientConn, error) {
-	conn, err := c.dialer.DialContext(ctx, "tcp", addr)
+func (c *Client) dial(cc *clientConn) {
+	conn, br, err := c.upgrade(cc.addr)
+	c.mu.Lock()
+	if err == nil && c.closed {
+		err = errors.New("relay: client closed")
+	}
 	if err != nil {
-		return nil, err
+		if c.conns[cc.addr] == cc {
+			delete(c.conns, cc.addr)
+		}
+		if errors.Is(err, ErrUnsupported) {
+			c.unsupported[cc.addr] = time.Now()
+		}
+	} else {
+		delete(c.unsupported, cc.addr)
+		c.all[cc] = struct{}{}
 	}
-	if c.dialer.Timeout > 0 {
-		_ = conn.SetDeadline(time.Now().Add(c.dialer.Timeout))
+	c.mu.Unlock()
+	if err == nil {
+		cc.mu.Lock()
+		if cc.err != nil { // retired before it was up
+			err = cc.err
+		} else {
+			cc.conn = conn
+		}
+		cc.mu.Unlock()
 	}
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		cc.dialErr = err
+		close(cc.ready)
+		cc.fail(err, nil)
+		return
+	}
+	close(cc.ready)
+	go cc.writeLoop()
+	go cc.readLoop(br)
+}
+
+func (c *Client) upgrade(addr string) (net.Conn, *bufio.Reader, error) {
+	conn, err := c.dialer.Dial("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(c.dialer.Timeout))
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", Path, addr, protocol)
 	br := bufio.NewReaderSize(conn, 64<<10)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("relay: upgrade with %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("relay: upgrade with %s: %w", addr, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols || !strings.EqualFold(resp.Header.Get("Upgrade"), protocol) {
 		conn.Close()
-		return nil, fmt.Errorf("%w (%s answered %s)", ErrUnsupported, addr, resp.Status)
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 { // it does not know the upgrade
+			return nil, nil, fmt.Errorf("%w (%s answered %s)", ErrUnsupported, addr, resp.Status)
+		}
+		return nil, nil, fmt.Errorf("relay: upgrade with %s: %s", addr, resp.Status)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	cc := &clientConn{client: c, addr: addr, conn: conn, queue: make(chan *call, 1024),
-		pending: map[uint64]*call{}, broken: make(chan struct{})}
-	go cc.writeLoop()
-	go cc.readLoop(br)
-	return cc, nil
+	return conn, br, nil
 }
 
 // Close closes every connection; requests in flight fail as sent.
 func (c *Client) Close() {
 	c.mu.Lock()
 	c.closed = true
-	conns := c.conns
-	c.conns = map[string]*clientConn{}
+	var all []*clientConn
+	for cc := range c.all {
+		all = append(all, cc)
+	}
 	c.mu.Unlock()
-	for _, cc := range conns {
-		cc.fail(errors.New("relay: client closed"))
+	for _, cc := range all {
+		cc.fail(errors.New("relay: client closed"), nil)
 	}
 }
 
 // call is one request in flight.
 type call struct {
-	id      uint64
-	frame   []byte
-	written atomic.Bool // the writer has started writing the frame
-	done    chan struct{}
-	answer  []byte
-	err     error
+	id        uint64 // set by the writer, in the order frames go out
+	frame     []byte
+	taken     bool // the writer took it (guarded by clientConn.mu)
+	abandoned bool // its caller left before the writer took it
+	done      chan struct{}
+	answer    []byte
+	err       error
+	sent      bool // with err: the request may have been served
 }
 
 type clientConn struct {
-	client *Client
-	addr   string
-	conn   net.Conn
-	queue  chan *call
+	client  *Client
+	addr    string
+	ready   chan struct{} // closed once dialled; dialErr says how it went
+	dialErr error
+	conn    net.Conn
+	queue   chan *call
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -230,28 +292,42 @@ type clientConn struct {
 	broken  chan struct{}
 }
 
-func (cc *clientConn) register(cl *call) error {
+// take registers a queued call under the next id, unless its caller left
+// or the connection broke.
+func (cc *clientConn) take(cl *call) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if cc.err != nil {
-		return cc.err
+	if cl.abandoned || cc.err != nil {
+		return false
 	}
+	cl.taken = true
 	cc.nextID++
 	cl.id = cc.nextID
 	appendFrame(cl.frame[:0], cl.id, len(cl.frame)-headerLen)
 	cc.pending[cl.id] = cl
-	return nil
+	return true
 }
 
-// forget drops a call whose caller stopped waiting; a late answer is
-// discarded.
+// abandon withdraws a call the writer has not taken; false if it has.
+func (cc *clientConn) abandon(cl *call) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cl.taken {
+		return false
+	}
+	cl.abandoned = true
+	return true
+}
+
+// forget drops a taken call whose caller stopped waiting; a late answer
+// is discarded.
 func (cc *clientConn) forget(cl *call) {
 	cc.mu.Lock()
 	delete(cc.pending, cl.id)
 	idle := cc.retired && len(cc.pending) == 0
 	cc.mu.Unlock()
 	if idle {
-		cc.fail(errors.New("relay: connection retired"))
+		cc.fail(errors.New("relay: connection retired"), nil)
 	}
 }
 
@@ -267,12 +343,14 @@ func (cc *clientConn) retire() {
 	idle := len(cc.pending) == 0
 	cc.mu.Unlock()
 	if idle {
-		cc.fail(errors.New("relay: connection retired"))
+		cc.fail(errors.New("relay: connection retired"), nil)
 	}
 }
 
 // fail breaks the connection once and fails every call still waiting.
-func (cc *clientConn) fail(err error) {
+// After a server's going-away frame (servedUpTo), calls it did not serve
+// fail as not sent.
+func (cc *clientConn) fail(err error, servedUpTo *uint64) {
 	cc.mu.Lock()
 	if cc.err != nil {
 		cc.mu.Unlock()
@@ -281,22 +359,27 @@ func (cc *clientConn) fail(err error) {
 	cc.err = fmt.Errorf("relay connection to %s: %w", cc.addr, err)
 	pending := cc.pending
 	cc.pending = map[uint64]*call{}
+	conn := cc.conn
 	close(cc.broken)
 	cc.mu.Unlock()
-	cc.conn.Close()
+	if conn != nil {
+		conn.Close()
+	}
+	for _, cl := range pending {
+		cl.err, cl.sent = cc.err, servedUpTo == nil || cl.id <= *servedUpTo
+		close(cl.done)
+	}
 	cc.client.mu.Lock()
 	if cc.client.conns[cc.addr] == cc {
 		delete(cc.client.conns, cc.addr)
 	}
+	delete(cc.client.all, cc)
 	cc.client.mu.Unlock()
-	for _, cl := range pending {
-		cl.err = cc.err
-		close(cl.done)
-	}
 }
 
 // writeLoop writes queued frames, flushing only when the queue is empty so
-// that frames queued meanwhile share one write.
+// that frames queued meanwhile share one write. Ids are given in the order
+// frames go out, which a going-away frame relies on.
 func (cc *clientConn) writeLoop() {
 	bw := bufio.NewWriterSize(cc.conn, 64<<10)
 	for {
@@ -307,12 +390,13 @@ func (cc *clientConn) writeLoop() {
 			return
 		}
 		for cl != nil {
-			cl.written.Store(true)
-			if _, err := bw.Write(cl.frame); err != nil {
-				cc.fail(err)
-				return
+			if cc.take(cl) {
+				if _, err := bw.Write(cl.frame); err != nil {
+					cc.fail(err, nil)
+					return
+				}
+				cl.frame = nil
 			}
-			cl.frame = nil
 			select {
 			case cl = <-cc.queue:
 			default:
@@ -320,7 +404,7 @@ func (cc *clientConn) writeLoop() {
 			}
 		}
 		if err := bw.Flush(); err != nil {
-			cc.fail(err)
+			cc.fail(err, nil)
 			return
 		}
 	}
@@ -329,9 +413,18 @@ func (cc *clientConn) writeLoop() {
 // readLoop hands each answer to the call waiting for it.
 func (cc *clientConn) readLoop(br *bufio.Reader) {
 	for {
-		id, payload, err := readFrame(br)
+		id, payload, err := readFrame(br, MaxFrame)
 		if err != nil {
-			cc.fail(err)
+			cc.fail(err, nil)
+			return
+		}
+		if id == goAwayID {
+			if len(payload) != 8 {
+				cc.fail(errors.New("malformed going-away frame"), nil)
+				return
+			}
+			last := binary.BigEndian.Uint64(payload)
+			cc.fail(errors.New("the server is shutting down"), &last)
 			return
 		}
 		cc.mu.Lock()
@@ -344,7 +437,7 @@ func (cc *clientConn) readLoop(br *bufio.Reader) {
 			close(cl.done)
 		}
 		if idle {
-			cc.fail(errors.New("relay: connection retired"))
+			cc.fail(errors.New("relay: connection retired"), nil)
 			return
 		}
 	}

@@ -16,6 +16,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,9 +30,14 @@ const Path = "/v1/cluster/relay"
 // protocol is the Upgrade token; a later incompatible framing gets a new one.
 const protocol = "raftcat-relay/1"
 
-// MaxFrame bounds one request or answer (id excluded). Larger requests are
-// refused before sending; a larger answer is replaced by a 502.
+// MaxFrame bounds one answer, and by default one request (Server.MaxFrame
+// sets a server's own bound). A larger answer is replaced by a 502.
 const MaxFrame = 256 << 20
+
+// goAwayID marks the control frame a server sends when it shuts down:
+// its payload is the id of the last request it served. Requests with
+// higher ids were not served, so they may be sent again elsewhere.
+const goAwayID = 0
 
 const headerLen = 12 // payload length (uint32) and request id (uint64), big endian
 
@@ -44,19 +50,28 @@ func appendFrame(dst []byte, id uint64, n int) []byte {
 	return binary.BigEndian.AppendUint64(dst, id)
 }
 
-// readFrame reads one frame. The payload is freshly allocated: it outlives
-// the next read.
-func readFrame(r *bufio.Reader) (id uint64, payload []byte, err error) {
+// readFrame reads one frame of at most limit bytes. The payload is freshly
+// allocated (it outlives the next read); a large one grows as its bytes
+// arrive rather than on the length a peer announces.
+func readFrame(r *bufio.Reader, limit int) (id uint64, payload []byte, err error) {
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(h[:4])
-	if n > MaxFrame {
-		return 0, nil, fmt.Errorf("relay: frame of %d bytes exceeds the %d byte limit", n, MaxFrame)
+	n := int64(binary.BigEndian.Uint32(h[:4]))
+	if n > int64(limit) {
+		return 0, nil, fmt.Errorf("relay: frame of %d bytes exceeds the %d byte limit", n, limit)
 	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
+	if n <= 1<<20 {
+		payload = make([]byte, n)
+		_, err = io.ReadFull(r, payload)
+	} else {
+		var b bytes.Buffer
+		b.Grow(1 << 20)
+		_, err = io.CopyN(&b, r, n)
+		payload = b.Bytes()
+	}
+	if err != nil {
 		return 0, nil, err
 	}
 	return binary.BigEndian.Uint64(h[4:]), payload, nil

@@ -166,8 +166,8 @@ func TestLostConnectionFailsRequestsInFlightAsSent(t *testing.T) {
 	}()
 	<-started
 	rs.mu.Lock()
-	for conn := range rs.conns {
-		conn.Close()
+	for sc := range rs.conns {
+		sc.conn.Close()
 	}
 	rs.mu.Unlock()
 	if err := <-done; err != nil {
@@ -184,23 +184,23 @@ func TestLostConnectionFailsRequestsInFlightAsSent(t *testing.T) {
 	}
 }
 
-// TestShutdownFinishesServedRequestsAndRefusesNewOnes: requests being
-// served when Shutdown begins get their answers; requests arriving after
-// get the Refuse answer; then the connection closes.
-func TestShutdownFinishesServedRequestsAndRefusesNewOnes(t *testing.T) {
+// TestShutdownAnswersServedRequestsAndReleasesTheRest: a request being
+// served when Shutdown begins gets its answer; one written after is not
+// served and fails as not sent (safe to send elsewhere); then the
+// connection closes and new ones are refused.
+func TestShutdownAnswersServedRequestsAndReleasesTheRest(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
-	rs := &Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/slow" {
-				close(started)
-				<-release
-			}
-			io.WriteString(w, "served "+r.URL.Path)
-		}),
-		Refuse: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-		}),
-	}
+	var lateServed atomic.Bool
+	rs := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow":
+			close(started)
+			<-release
+		case "/late":
+			lateServed.Store(true)
+		}
+		io.WriteString(w, "served "+r.URL.Path)
+	})}
 	addr, _ := server(t, rs, http.NotFoundHandler())
 	c := NewClient(time.Second)
 	defer c.Close()
@@ -218,21 +218,103 @@ func TestShutdownFinishesServedRequestsAndRefusesNewOnes(t *testing.T) {
 	<-started
 	shut := make(chan error, 1)
 	go func() { shut <- rs.Shutdown(context.Background()) }()
-	waitFor(t, "shutdown to begin", func() bool { rs.mu.Lock(); defer rs.mu.Unlock(); return rs.closing })
-
-	resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/late", nil), nil)
-	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("request after shutdown began: %v %v, want the 503 refusal", resp, err)
-	}
+	waitFor(t, "shutdown to begin draining", func() bool {
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		for sc := range rs.conns {
+			sc.mu.Lock()
+			draining := sc.draining
+			sc.mu.Unlock()
+			if !draining {
+				return false
+			}
+		}
+		return true
+	})
+	late := make(chan error, 1)
+	go func() {
+		_, sent, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/late", nil), nil)
+		if err == nil || sent {
+			late <- fmt.Errorf("request written after shutdown began: err %v, sent %v; want an error, not sent", err, sent)
+			return
+		}
+		late <- nil
+	}()
 	close(release)
 	if got := <-slow; got != "200 served /slow" {
 		t.Fatalf("request served during shutdown got %q", got)
 	}
+	if err := <-late; err != nil {
+		t.Fatal(err)
+	}
+	if lateServed.Load() {
+		t.Fatal("a request written after shutdown began was served")
+	}
 	if err := <-shut; err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	if _, sent, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/after", nil), nil); err == nil {
-		t.Fatalf("request after shutdown was answered (sent %v)", sent)
+	if _, sent, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/after", nil), nil); err == nil || sent {
+		t.Fatalf("request after shutdown: err %v, sent %v; want an error, not sent", err, sent)
+	}
+}
+
+// TestLargeBodiesBothWays relays a request and an answer far larger than
+// any read buffer, byte for byte.
+func TestLargeBodiesBothWays(t *testing.T) {
+	addr, _ := server(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Write(bytes.Repeat(body, 3))
+	})}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	for _, size := range []int{0, 1, 4095, 4096, 5003, 300 << 10, 2 << 20} {
+		body := make([]byte, size)
+		for i := range body {
+			body[i] = byte(i*7 + i/251)
+		}
+		resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/big", nil), body)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if !bytes.Equal(got, bytes.Repeat(body, 3)) || resp.ContentLength != int64(3*size) {
+			t.Fatalf("%d byte request: answer of %d bytes (content length %d), want %d", size, len(got), resp.ContentLength, 3*size)
+		}
+	}
+}
+
+// TestPanickingHandlerAnswers500: a handler that panics costs its request
+// a 500, not the server or the connection.
+func TestPanickingHandlerAnswers500(t *testing.T) {
+	addr, conns := server(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		io.WriteString(w, "ok")
+	})}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "/panic", nil), nil)
+	if err != nil || resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("panicking handler: %v %v, want a 500", resp, err)
+	}
+	resp, _, err = c.Do(context.Background(), addr, request(t, http.MethodGet, "/fine", nil), nil)
+	if err != nil || resp.StatusCode != http.StatusOK || conns.Load() != 1 {
+		t.Fatalf("after the panic: %v %v on %d connections, want 200 on the same one", resp, err, conns.Load())
+	}
+}
+
+// TestOversizedRequestFrameClosesTheConnection: a peer announcing a
+// request above the server's limit loses its connection.
+func TestOversizedRequestFrameClosesTheConnection(t *testing.T) {
+	addr, _ := server(t, &Server{Handler: echoHandler, MaxFrame: 64 << 10}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	if _, sent, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/big", nil), make([]byte, 128<<10)); err == nil || !sent {
+		t.Fatalf("oversized request: err %v, sent %v; want a lost connection", err, sent)
+	}
+	if resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodPost, "/small", nil), []byte("x")); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("request on a new connection: %v %v", resp, err)
 	}
 }
 
@@ -268,7 +350,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // more than MaxFrame fails without the payload being read or allocated.
 func TestOversizedFrameIsRefusedBeforeReading(t *testing.T) {
 	header := appendFrame(nil, 7, MaxFrame+1)
-	_, _, err := readFrame(bufio.NewReader(bytes.NewReader(header)))
+	_, _, err := readFrame(bufio.NewReader(bytes.NewReader(header)), MaxFrame)
 	if err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Fatalf("oversized frame: %v", err)
 	}

@@ -4,28 +4,31 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Server accepts relay connections and serves each relayed request with
 // Handler, as if it had arrived on its own connection.
 type Server struct {
 	Handler http.Handler
-	// Refuse answers requests that arrive after Shutdown began (nothing
-	// of them is served, so the sender may retry elsewhere).
-	Refuse http.Handler
+	// MaxFrame bounds one relayed request (0: the package's MaxFrame);
+	// a peer announcing a larger one loses its connection.
+	MaxFrame int
+	// MaxConcurrent bounds the requests served at once per connection
+	// (0: 1024); beyond it the server stops reading until one finishes.
+	MaxConcurrent int
 
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	closing  bool
-	inflight int           // requests taken whose answers are not yet written
-	drained  chan struct{} // closed when inflight drops to 0 after Shutdown began
-	served   uint64
+	mu      sync.Mutex
+	conns   map[*serverConn]struct{}
+	closing bool
+	served  uint64
 }
 
 // Stats counts the relay connections open now and the requests they carried.
@@ -46,6 +49,20 @@ func IsUpgrade(r *http.Request) bool {
 	return r.URL.Path == Path && strings.EqualFold(r.Header.Get("Upgrade"), protocol)
 }
 
+type serverConn struct {
+	conn     net.Conn
+	answers  chan []byte
+	slots    chan struct{} // one per request being served
+	stop     chan struct{} // closed once every handler has answered
+	done     chan struct{} // closed when the connection is closed
+	handlers sync.WaitGroup
+	goAway   sync.Once
+
+	mu       sync.Mutex
+	draining bool   // shutting down: frames read from now on are not served
+	last     uint64 // id of the last request served
+}
+
 // ServeHTTP upgrades the request's connection and serves relayed requests
 // on it until it closes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,96 +75,109 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "relay: cannot take over the connection: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	_ = conn.SetDeadline(time.Time{}) // the HTTP server's timeouts were for one request
+	sc := &serverConn{conn: conn, answers: make(chan []byte, 1024), slots: make(chan struct{}, s.maxConcurrent()),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		conn.Close()
+		conn.Close() // the client sees a failed upgrade: nothing was relayed
 		return
 	}
 	if s.conns == nil {
-		s.conns = map[net.Conn]struct{}{}
+		s.conns = map[*serverConn]struct{}{}
 	}
-	s.conns[conn] = struct{}{}
+	s.conns[sc] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.conns, conn)
+		delete(s.conns, sc)
 		s.mu.Unlock()
 		conn.Close()
+		close(sc.done)
 	}()
 	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", protocol)
 	if err := rw.Flush(); err != nil {
 		return
 	}
-	s.serve(r.Context(), conn, rw.Reader)
+	s.serve(r.Context(), sc, rw.Reader)
 }
 
-// serve reads frames until the connection fails, serving each in its own
-// goroutine; one writer sends the answers. Once reading stops, the
-// requests still being served see their context cancelled.
-func (s *Server) serve(parent context.Context, conn net.Conn, br *bufio.Reader) {
+func (s *Server) maxConcurrent() int {
+	if s.MaxConcurrent > 0 {
+		return s.MaxConcurrent
+	}
+	return 1024
+}
+
+func (s *Server) maxFrame() int {
+	if s.MaxFrame > 0 {
+		return s.MaxFrame
+	}
+	return MaxFrame
+}
+
+// serve reads frames until the connection ends, serving each in its own
+// goroutine; one writer sends the answers. Once reading stops, requests
+// still being served see their context cancelled.
+func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	answers := make(chan []byte, 1024)
-	var handlers sync.WaitGroup
 	written := make(chan struct{})
-	go func() { s.writeAnswers(conn, answers); close(written) }()
+	go func() { sc.writeAnswers(); close(written) }()
+	remote := sc.conn.RemoteAddr().String()
 	for {
-		id, payload, err := readFrame(br)
+		id, payload, err := readFrame(br, s.maxFrame())
 		if err != nil {
 			break
 		}
-		h := s.begin()
-		handlers.Add(1)
+		sc.mu.Lock()
+		if sc.draining { // not served: the going-away frame says so
+			sc.mu.Unlock()
+			continue
+		}
+		if id <= sc.last { // ids only grow: a broken peer
+			sc.mu.Unlock()
+			break
+		}
+		sc.last = id
+		sc.handlers.Add(1)
+		sc.mu.Unlock()
+		s.mu.Lock()
+		s.served++
+		s.mu.Unlock()
+		sc.slots <- struct{}{}
 		go func() {
-			defer handlers.Done()
-			answers <- serveFrame(ctx, h, conn.RemoteAddr().String(), id, payload)
+			defer sc.handlers.Done()
+			answer := serveFrame(ctx, s.Handler, remote, id, payload)
+			<-sc.slots
+			sc.answers <- answer
 		}()
 	}
 	cancel()
-	handlers.Wait()
-	close(answers)
+	sc.handlers.Wait()
+	close(sc.stop)
 	<-written
 }
 
-// begin counts a request in and returns the handler that serves it.
-func (s *Server) begin() http.Handler {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight++
-	s.served++
-	if s.closing {
-		return s.Refuse
-	}
-	return s.Handler
-}
-
-// end counts n requests out once their answers are written (or lost with
-// their connection).
-func (s *Server) end(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight -= n
-	if s.inflight == 0 && s.drained != nil {
-		close(s.drained)
-		s.drained = nil
-	}
-}
-
-// writeAnswers writes answers until the channel closes, flushing only
-// when none is waiting. After a write fails it still takes (and drops)
-// every answer, so no handler blocks.
-func (s *Server) writeAnswers(conn net.Conn, answers <-chan []byte) {
-	bw := bufio.NewWriterSize(conn, 64<<10)
+// writeAnswers writes answers until every handler has answered, flushing
+// only when none is waiting. After a write fails it still takes (and
+// drops) every answer, so no handler blocks.
+func (sc *serverConn) writeAnswers() {
+	bw := bufio.NewWriterSize(sc.conn, 64<<10)
 	var err error
-	for a := range answers {
-		n := 0
+	for {
+		var a []byte
+		select {
+		case a = <-sc.answers:
+		case <-sc.stop:
+			return
+		}
 		for a != nil {
-			n++
 			if err == nil {
 				_, err = bw.Write(a)
 			}
 			select {
-			case a = <-answers:
+			case a = <-sc.answers:
 			default:
 				a = nil
 			}
@@ -155,30 +185,52 @@ func (s *Server) writeAnswers(conn net.Conn, answers <-chan []byte) {
 		if err == nil {
 			err = bw.Flush()
 		}
-		s.end(n)
 		if err != nil {
-			conn.Close()
+			sc.conn.Close()
 		}
 	}
 }
 
+// sendGoAway stops serving new requests on the connection, and once every
+// request served has been answered, tells the client the last one served.
+func (sc *serverConn) sendGoAway() {
+	sc.goAway.Do(func() {
+		sc.mu.Lock()
+		sc.draining = true
+		last := sc.last
+		sc.mu.Unlock()
+		sc.handlers.Wait() // no handler starts once draining is set
+		frame := appendFrame(nil, goAwayID, 8)
+		frame = binary.BigEndian.AppendUint64(frame, last)
+		select {
+		case sc.answers <- frame:
+		case <-sc.stop:
+		}
+	})
+}
+
 // serveFrame parses one relayed request, serves it and returns the framed
-// answer. A request that cannot be parsed gets a 400.
-func serveFrame(ctx context.Context, h http.Handler, remote string, id uint64, payload []byte) []byte {
+// answer. A request that cannot be parsed gets a 400, a handler that
+// panics a 500.
+func serveFrame(ctx context.Context, h http.Handler, remote string, id uint64, payload []byte) (answer []byte) {
 	rec := &recorder{header: http.Header{}}
+	defer func() {
+		if p := recover(); p != nil {
+			rec = &recorder{header: http.Header{}}
+			rec.fail(http.StatusInternalServerError, fmt.Sprintf("relay: the request's handler failed: %v", p))
+			answer = rec.frame(id)
+		}
+	}()
 	br := readers.Get().(*bufio.Reader)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	br.Reset(bytes.NewReader(payload))
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		readers.Put(br)
-		rec.header.Set("Content-Type", "text/plain; charset=utf-8")
-		rec.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(&rec.body, "relay: malformed request: %v\n", err)
+		rec.fail(http.StatusBadRequest, fmt.Sprintf("relay: malformed request: %v", err))
 		return rec.frame(id)
 	}
 	req.RemoteAddr = remote
 	h.ServeHTTP(rec, req.WithContext(ctx))
-	readers.Put(br)
 	return rec.frame(id)
 }
 
@@ -205,15 +257,18 @@ func (r *recorder) Write(p []byte) (int, error) {
 // Flush is a no-op: the answer is sent whole.
 func (r *recorder) Flush() {}
 
+func (r *recorder) fail(status int, msg string) {
+	r.header = http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
+	r.status = status
+	r.body.Reset()
+	r.body.WriteString(msg + "\n")
+}
+
 // frame encodes the answer as an HTTP/1.1 response behind a frame header.
 func (r *recorder) frame(id uint64) []byte {
 	r.WriteHeader(http.StatusOK)
 	if r.body.Len() > MaxFrame-64<<10 {
-		size := r.body.Len()
-		r.header = http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-		r.status = http.StatusBadGateway
-		r.body.Reset()
-		fmt.Fprintf(&r.body, "relay: the answer (%d bytes) is too large to relay; ask the leader directly\n", size)
+		r.fail(http.StatusBadGateway, fmt.Sprintf("relay: the answer (%d bytes) is too large to relay; ask the leader directly", r.body.Len()))
 	}
 	var b bytes.Buffer
 	b.Grow(headerLen + 256 + r.body.Len())
@@ -229,28 +284,30 @@ func (r *recorder) frame(id uint64) []byte {
 	return out
 }
 
-// Shutdown refuses new relayed requests, waits for those being served
-// (or ctx), then closes every relay connection.
+// Shutdown stops serving new relayed requests: each connection finishes
+// the requests it is serving, answers them, tells the client which was the
+// last one served (the client may send the others elsewhere) and closes
+// once the client has. Connections still open when ctx ends are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
-	done := make(chan struct{})
-	if s.inflight == 0 {
-		close(done)
-	} else {
-		s.drained = done
+	var conns []*serverConn
+	for sc := range s.conns {
+		conns = append(conns, sc)
 	}
 	s.mu.Unlock()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
+	for _, sc := range conns {
+		go sc.sendGoAway()
 	}
-	s.mu.Lock()
-	for conn := range s.conns {
-		conn.Close()
+	for _, sc := range conns {
+		select {
+		case <-sc.done:
+		case <-ctx.Done():
+			for _, sc := range conns {
+				sc.conn.Close()
+			}
+			return ctx.Err()
+		}
 	}
-	s.mu.Unlock()
-	return err
+	return nil
 }
