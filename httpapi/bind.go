@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/fsm"
@@ -32,15 +32,15 @@ func bindJSON(c echo.Context, v any) (found bool, err error) {
 	if len(body) == 0 || string(body) == "null" {
 		return false, nil
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := gojson.Unmarshal(body, v); err != nil {
 		return false, jsonError(err)
 	}
 	return true, nil
 }
 
 func jsonError(err error) error {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
+	var te *gojson.UnmarshalTypeError
+	var se *gojson.SyntaxError
 	switch {
 	case errors.As(err, &te):
 		field := te.Field

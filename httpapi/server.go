@@ -7,12 +7,12 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -156,7 +156,7 @@ func (s *Server) requestLog() echo.MiddlewareFunc {
 type plainJSON struct{ echo.DefaultJSONSerializer }
 
 func (plainJSON) Serialize(c echo.Context, i any, indent string) error {
-	enc := json.NewEncoder(c.Response())
+	enc := gojson.NewEncoder(c.Response())
 	enc.SetEscapeHTML(false)
 	if indent != "" {
 		enc.SetIndent("", indent)
