@@ -60,7 +60,7 @@ func readFrame(r *bufio.Reader, limit int) (id uint64, payload []byte, err error
 	}
 	n := int64(binary.BigEndian.Uint32(h[:4]))
 	if n > int64(limit) {
-		return 0, nil, fmt.Errorf("relay: frame of %d bytes exceeds the %d byte limit", n, limit)
+		return binary.BigEndian.Uint64(h[4:]), nil, &frameTooLarge{size: n, limit: limit}
 	}
 	if n <= 1<<20 {
 		payload = make([]byte, n)
@@ -75,6 +75,17 @@ func readFrame(r *bufio.Reader, limit int) (id uint64, payload []byte, err error
 		return 0, nil, err
 	}
 	return binary.BigEndian.Uint64(h[4:]), payload, nil
+}
+
+// frameTooLarge reports a frame above the reader's limit; its payload is
+// still unread.
+type frameTooLarge struct {
+	size  int64
+	limit int
+}
+
+func (e *frameTooLarge) Error() string {
+	return fmt.Sprintf("relay: frame of %d bytes exceeds the %d byte limit", e.size, e.limit)
 }
 
 // readers parse frame payloads as HTTP messages without a fresh 4 KiB

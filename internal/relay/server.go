@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -127,6 +129,13 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 	remote := sc.conn.RemoteAddr().String()
 	for {
 		id, payload, err := readFrame(br, s.maxFrame())
+		var tooLarge *frameTooLarge
+		if errors.As(err, &tooLarge) {
+			// Keep the connection for the requests sharing it: serve this
+			// one from its head alone (its Content-Length lets the handler
+			// refuse it as too large) and skip the rest of its body.
+			payload, err = readHead(br, tooLarge.size)
+		}
 		if err != nil {
 			break
 		}
@@ -157,6 +166,23 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 	sc.handlers.Wait()
 	close(sc.stop)
 	<-written
+}
+
+// headLimit is how much of an oversized request is kept: enough for its
+// request line and headers.
+const headLimit = 64 << 10
+
+// readHead reads the first bytes of an oversized frame's payload and
+// discards the rest.
+func readHead(br *bufio.Reader, size int64) ([]byte, error) {
+	head := make([]byte, min(size, headLimit))
+	if _, err := io.ReadFull(br, head); err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, br, size-int64(len(head))); err != nil {
+		return nil, err
+	}
+	return head, nil
 }
 
 // writeAnswers writes answers until every handler has answered, flushing
