@@ -111,6 +111,7 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent bool, err error) {
 	in := c.Request()
 	hostport, ok := strings.CutPrefix(addr, "http://")
+	hostport, _, _ = strings.Cut(hostport, "/")
 	if !ok && strings.Contains(addr, "://") || protocolOf(in.URL.Path) == protoAdmin || len(body) > relay.MaxFrame/2 {
 		return p.send(c, addr, bytes.NewReader(body))
 	}

@@ -111,15 +111,17 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Close ends relay connections in both directions. Requests followers
-// relayed here finish and are answered (or until ctx ends); followers send
-// the ones not served yet again, to whichever node leads by then. The HTTP
+// Shutdown drains the relay connections followers opened to this node:
+// the requests they relayed here finish and are answered (or until ctx
+// ends), and followers send the ones not served yet again. The HTTP
 // server's own Shutdown does not see these connections (they are taken
-// over), so call both.
-func (s *Server) Close(ctx context.Context) error {
-	s.proxy.relay.Close()
-	return s.relay.Shutdown(ctx)
-}
+// over): run both, side by side, then Close.
+func (s *Server) Shutdown(ctx context.Context) error { return s.relay.Shutdown(ctx) }
+
+// Close closes this node's own relay connections to the leader. Call it
+// once no request is being served here any more (after the HTTP server's
+// Shutdown): requests still waiting for the leader's answer would fail.
+func (s *Server) Close() { s.proxy.relay.Close() }
 
 // bodyLimit refuses oversized bodies with 413 before anything reads them.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {

@@ -155,14 +155,15 @@ func runNode(cfg Config, log *slog.Logger) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	relayClosed := make(chan error, 1) // relayed requests drain alongside direct ones
-	go func() { relayClosed <- api.Close(shutdownCtx) }()
+	relayDrained := make(chan error, 1) // requests followers relayed here drain alongside direct ones
+	go func() { relayDrained <- api.Shutdown(shutdownCtx) }()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("HTTP shutdown", "err", serr)
 	}
-	if cerr := <-relayClosed; cerr != nil {
-		log.Warn("closing relay connections", "err", cerr)
+	if rerr := <-relayDrained; rerr != nil {
+		log.Warn("draining relay connections", "err", rerr)
 	}
+	api.Close()
 	if nerr := node.Shutdown(); nerr != nil {
 		return nerr
 	}

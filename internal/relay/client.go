@@ -190,6 +190,17 @@ func (c *Client) dial(cc *clientConn) {
 	if err == nil && c.closed {
 		err = errors.New("relay: client closed")
 	}
+	if err == nil {
+		cc.mu.Lock()
+		if cc.err != nil { // retired before it was up
+			err = cc.err
+		} else {
+			cc.conn = conn
+			c.all[cc] = struct{}{}
+			delete(c.unsupported, cc.addr)
+		}
+		cc.mu.Unlock()
+	}
 	if err != nil {
 		if c.conns[cc.addr] == cc {
 			delete(c.conns, cc.addr)
@@ -197,20 +208,8 @@ func (c *Client) dial(cc *clientConn) {
 		if errors.Is(err, ErrUnsupported) {
 			c.unsupported[cc.addr] = time.Now()
 		}
-	} else {
-		delete(c.unsupported, cc.addr)
-		c.all[cc] = struct{}{}
 	}
 	c.mu.Unlock()
-	if err == nil {
-		cc.mu.Lock()
-		if cc.err != nil { // retired before it was up
-			err = cc.err
-		} else {
-			cc.conn = conn
-		}
-		cc.mu.Unlock()
-	}
 	if err != nil {
 		if conn != nil {
 			conn.Close()
@@ -324,11 +323,19 @@ func (cc *clientConn) abandon(cl *call) bool {
 func (cc *clientConn) forget(cl *call) {
 	cc.mu.Lock()
 	delete(cc.pending, cl.id)
-	idle := cc.retired && len(cc.pending) == 0
+	b := cc.closeIfIdleLocked()
 	cc.mu.Unlock()
-	if idle {
-		cc.fail(errors.New("relay: connection retired"), nil)
+	b.finish(cc, nil)
+}
+
+// closeIfIdleLocked breaks a retired connection once nothing is pending,
+// in the same critical section that saw it idle, so the writer cannot
+// take another call in between.
+func (cc *clientConn) closeIfIdleLocked() breakage {
+	if cc.retired && len(cc.pending) == 0 {
+		return cc.breakLocked(errors.New("relay: connection retired"))
 	}
+	return breakage{}
 }
 
 func (cc *clientConn) failure() error {
@@ -340,11 +347,9 @@ func (cc *clientConn) failure() error {
 func (cc *clientConn) retire() {
 	cc.mu.Lock()
 	cc.retired = true
-	idle := len(cc.pending) == 0
+	b := cc.closeIfIdleLocked()
 	cc.mu.Unlock()
-	if idle {
-		cc.fail(errors.New("relay: connection retired"), nil)
-	}
+	b.finish(cc, nil)
 }
 
 // fail breaks the connection once and fails every call still waiting.
@@ -352,20 +357,41 @@ func (cc *clientConn) retire() {
 // fail as not sent.
 func (cc *clientConn) fail(err error, servedUpTo *uint64) {
 	cc.mu.Lock()
+	b := cc.breakLocked(err)
+	cc.mu.Unlock()
+	b.finish(cc, servedUpTo)
+}
+
+// breakage is what breaking a connection leaves to do outside its lock.
+type breakage struct {
+	broke   bool
+	conn    net.Conn
+	pending map[uint64]*call
+}
+
+// breakLocked marks the connection broken (the first time only): from
+// then on the writer takes no call.
+func (cc *clientConn) breakLocked(err error) breakage {
 	if cc.err != nil {
-		cc.mu.Unlock()
-		return
+		return breakage{}
 	}
 	cc.err = fmt.Errorf("relay connection to %s: %w", cc.addr, err)
-	pending := cc.pending
+	b := breakage{broke: true, conn: cc.conn, pending: cc.pending}
 	cc.pending = map[uint64]*call{}
-	conn := cc.conn
 	close(cc.broken)
-	cc.mu.Unlock()
-	if conn != nil {
-		conn.Close()
+	return b
+}
+
+// finish closes the connection, fails the calls that were waiting and
+// forgets the connection.
+func (b breakage) finish(cc *clientConn, servedUpTo *uint64) {
+	if !b.broke {
+		return
 	}
-	for _, cl := range pending {
+	if b.conn != nil {
+		b.conn.Close()
+	}
+	for _, cl := range b.pending {
 		cl.err, cl.sent = cc.err, servedUpTo == nil || cl.id <= *servedUpTo
 		close(cl.done)
 	}
@@ -430,14 +456,14 @@ func (cc *clientConn) readLoop(br *bufio.Reader) {
 		cc.mu.Lock()
 		cl, ok := cc.pending[id]
 		delete(cc.pending, id)
-		idle := cc.retired && len(cc.pending) == 0
+		b := cc.closeIfIdleLocked()
 		cc.mu.Unlock()
 		if ok {
 			cl.answer = payload
 			close(cl.done)
 		}
-		if idle {
-			cc.fail(errors.New("relay: connection retired"), nil)
+		if b.broke {
+			b.finish(cc, nil)
 			return
 		}
 	}

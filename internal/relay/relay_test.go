@@ -347,6 +347,56 @@ func TestMovingToAnotherServerRetiresTheOldConnection(t *testing.T) {
 	waitFor(t, "the old connection to close", func() bool { rs.mu.Lock(); defer rs.mu.Unlock(); return len(rs.conns) == 0 })
 }
 
+// TestConnectionRetiredWhileDiallingIsDropped: a connection still being
+// dialled when requests move to another address is closed once it is up,
+// and the client keeps no trace of it.
+func TestConnectionRetiredWhileDiallingIsDropped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted, answer, closed := make(chan net.Conn, 1), make(chan struct{}), make(chan struct{})
+	go func() { // a slow server: it upgrades only when told to
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		accepted <- conn
+		<-answer
+		fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", protocol)
+		conn.Read(make([]byte, 1)) // returns once the client closes
+		close(closed)
+	}()
+	next, _ := server(t, &Server{Handler: echoHandler}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+
+	slow := make(chan error, 1)
+	go func() {
+		_, sent, err := c.Do(context.Background(), ln.Addr().String(), request(t, http.MethodGet, "/", nil), nil)
+		if err == nil || sent {
+			slow <- fmt.Errorf("request on the retired connection: err %v, sent %v; want an error, not sent", err, sent)
+			return
+		}
+		slow <- nil
+	}()
+	(<-accepted).SetDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := c.Do(context.Background(), next, request(t, http.MethodGet, "/", nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	close(answer)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.all) != 1 || len(c.conns) != 1 {
+		t.Fatalf("client keeps %d connections (%d by address), want only the one to %s", len(c.all), len(c.conns), next)
+	}
+}
+
 // waitFor polls cond until it holds (a condition, not a timed guess).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	deadline := time.Now().Add(10 * time.Second)

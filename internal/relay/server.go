@@ -20,8 +20,10 @@ import (
 // Handler, as if it had arrived on its own connection.
 type Server struct {
 	Handler http.Handler
-	// MaxFrame bounds one relayed request (0: the package's MaxFrame);
-	// a peer announcing a larger one loses its connection.
+	// MaxFrame bounds one relayed request (0: the package's MaxFrame).
+	// A larger one reaches Handler with its head only (request line and
+	// headers, Content-Length included) and an empty body, so Handler can
+	// refuse it; the rest of it is skipped.
 	MaxFrame int
 	// MaxConcurrent bounds the requests served at once per connection
 	// (0: 1024); beyond it the server stops reading until one finishes.

@@ -149,8 +149,11 @@ func (nd *Node) Stop() {
 	nd.up = false
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	drained := make(chan struct{})
+	go func() { _ = nd.api.Shutdown(ctx); close(drained) }()
 	_ = nd.srv.Shutdown(ctx)
-	_ = nd.api.Close(ctx)
+	<-drained
+	nd.api.Close()
 	_ = nd.Node.Shutdown()
 }
 
@@ -175,7 +178,10 @@ func (nd *Node) MarkStopped() {
 	if nd.up {
 		nd.up = false
 		_ = nd.srv.Close()
-		_ = nd.api.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = nd.api.Shutdown(ctx)
+		cancel()
+		nd.api.Close()
 	}
 }
 
