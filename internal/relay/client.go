@@ -19,6 +19,12 @@ import (
 // When requests move to another address (a new leader) the connections to
 // the others close once their last answer is in.
 type Client struct {
+	// RetiredWait is how long requests on a retired connection (to a
+	// former leader) may still wait for their answers; then they fail
+	// with an unknown outcome rather than hang on a leader that went
+	// silent (0: 10 s).
+	RetiredWait time.Duration
+
 	dialer      net.Dialer
 	mu          sync.Mutex
 	conns       map[string]*clientConn   // the connection (maybe still dialling) per address
@@ -349,6 +355,13 @@ func (cc *clientConn) retire() {
 	cc.retired = true
 	b := cc.closeIfIdleLocked()
 	cc.mu.Unlock()
+	if !b.broke {
+		wait := cc.client.RetiredWait
+		if wait <= 0 {
+			wait = 10 * time.Second
+		}
+		time.AfterFunc(wait, func() { cc.fail(errors.New("the former leader did not answer in time"), nil) })
+	}
 	b.finish(cc, nil)
 }
 

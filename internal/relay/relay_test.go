@@ -397,6 +397,39 @@ func TestConnectionRetiredWhileDiallingIsDropped(t *testing.T) {
 	}
 }
 
+// TestRetiredConnectionGivesUpOnASilentServer: requests waiting on a
+// connection to a former leader that never answers fail, as sent, once
+// the connection has been retired for RetiredWait.
+func TestRetiredConnectionGivesUpOnASilentServer(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	silent, _ := server(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+	})}, http.NotFoundHandler())
+	next, _ := server(t, &Server{Handler: echoHandler}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	c.RetiredWait = 50 * time.Millisecond
+	defer c.Close()
+
+	waiting := make(chan error, 1)
+	go func() {
+		_, sent, err := c.Do(context.Background(), silent, request(t, http.MethodPost, "/commit", nil), []byte("{}"))
+		if err == nil || !sent {
+			waiting <- fmt.Errorf("request to the silent server: err %v, sent %v; want an error, sent", err, sent)
+			return
+		}
+		waiting <- nil
+	}()
+	<-started
+	if _, _, err := c.Do(context.Background(), next, request(t, http.MethodGet, "/", nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitFor polls cond until it holds (a condition, not a timed guess).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	deadline := time.Now().Add(10 * time.Second)
