@@ -33,6 +33,10 @@ type Config struct {
 	// AgainstEtcd also runs the workload on a three-member etcd.
 	AgainstEtcd bool
 	EtcdBin     string
+	// Rounds splits the measurement into this many windows of Duration
+	// each; against etcd they alternate between the two systems, so that
+	// a machine whose speed drifts slows both alike (0 or 1: one window).
+	Rounds int
 }
 
 // Report is the machine-readable result of one bench run.
@@ -52,6 +56,11 @@ type Report struct {
 	ThroughputRatio float64 `json:"throughput_ratio,omitempty"`
 	P99Ratio        float64 `json:"p99_ratio,omitempty"`
 	P50Ratio        float64 `json:"p50_ratio,omitempty"`
+	// Rounds is how many alternating windows were measured; with more
+	// than one, RoundRatios are each round's throughput ratio (the
+	// results above are over all rounds).
+	Rounds      int       `json:"rounds"`
+	RoundRatios []float64 `json:"round_throughput_ratios,omitempty"`
 }
 
 // system is one store the workload can run against.
@@ -61,8 +70,9 @@ type system interface {
 	prepare(ctx context.Context, tables, clients int) ([]committer, error)
 	// verify checks every table after the run: its latest version counts
 	// every commit a client saw acknowledged, plus at most the commits in
-	// flight when the run ended (they may have applied unacknowledged).
-	verify(ctx context.Context, clients int) error
+	// flight when a window ended (they may have applied unacknowledged):
+	// inFlight is clients times windows.
+	verify(ctx context.Context, inFlight int) error
 	// pids are the server processes, for CPU accounting (none for a
 	// cluster given by URL).
 	pids() []int
@@ -111,9 +121,10 @@ func (t *timings) within(from, until time.Time) []time.Duration {
 type tableCounts []atomic.Int64
 
 // check compares each table's latest version with its acknowledged
-// commits; clientsPerTable bounds the commits in flight at the end.
-func (tc tableCounts) check(latest func(table int) (int64, error), clients int) error {
-	perTable := (clients + len(tc) - 1) / len(tc)
+// commits; inFlight (spread over the tables as the clients are) bounds
+// the commits left unacknowledged when windows ended.
+func (tc tableCounts) check(latest func(table int) (int64, error), inFlight int) error {
+	perTable := (inFlight + len(tc) - 1) / len(tc)
 	for t := range tc {
 		v, err := latest(t)
 		if err != nil {
@@ -130,11 +141,13 @@ func (tc tableCounts) check(latest func(table int) (int64, error), clients int) 
 // Run runs the workload on raftcat (and on etcd when asked) and returns
 // the report. Progress goes to log.
 func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
-	if cfg.Tables < 1 || cfg.Clients < 1 || cfg.Duration <= 0 || cfg.Warmup < 0 {
-		return Report{}, errors.New("bench: need tables >= 1, clients >= 1, duration > 0, warmup >= 0")
+	if cfg.Tables < 1 || cfg.Clients < 1 || cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Rounds < 0 {
+		return Report{}, errors.New("bench: need tables >= 1, clients >= 1, duration > 0, warmup >= 0, rounds >= 0")
 	}
+	cfg.Rounds = max(cfg.Rounds, 1)
 	rep := Report{StartedAt: time.Now().UTC(), Tables: cfg.Tables, Clients: cfg.Clients, Target: "spread",
-		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), CPUs: runtime.NumCPU(), ServeFlags: cfg.ServeFlags}
+		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), CPUs: runtime.NumCPU(), ServeFlags: cfg.ServeFlags,
+		Rounds: cfg.Rounds}
 	if cfg.Leader {
 		rep.Target = "leader"
 	}
@@ -151,27 +164,55 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		defer os.RemoveAll(d)
 		cfg.Dir = d
 	}
+	var runs []*systemRun
+	defer func() {
+		for _, r := range runs {
+			r.sys.close()
+		}
+	}()
 	rc, err := openRaftcat(ctx, cfg, log)
 	if err != nil {
 		return rep, err
 	}
-	r, err := measure(ctx, rc, cfg, log)
-	rc.close()
-	if err != nil {
-		return rep, err
-	}
-	rep.Raftcat = &r
+	runs = append(runs, &systemRun{sys: rc})
 	if cfg.AgainstEtcd {
 		et, err := startEtcd(ctx, cfg, filepath.Join(cfg.Dir, "etcd"), log)
 		if err != nil {
 			return rep, err
 		}
-		e, err := measure(ctx, et, cfg, log)
-		et.close()
-		if err != nil {
+		runs = append(runs, &systemRun{sys: et})
+	}
+	for _, r := range runs {
+		if err := r.prepare(ctx, cfg, log); err != nil {
 			return rep, err
 		}
-		rep.Etcd = &e
+	}
+	for round := 1; round <= cfg.Rounds; round++ {
+		var rates []float64
+		for _, r := range runs {
+			if cfg.Rounds > 1 {
+				fmt.Fprintf(log, "bench: round %d of %d\n", round, cfg.Rounds)
+			}
+			rate, err := r.window(ctx, cfg, log)
+			if err != nil {
+				return rep, err
+			}
+			rates = append(rates, rate)
+		}
+		if len(rates) == 2 && cfg.Rounds > 1 {
+			rep.RoundRatios = append(rep.RoundRatios, ratio(rates[0], rates[1]))
+		}
+	}
+	results := make([]Result, len(runs))
+	for i, r := range runs {
+		if results[i], err = r.result(ctx, cfg, log); err != nil {
+			return rep, err
+		}
+	}
+	rep.Raftcat = &results[0]
+	if len(results) == 2 {
+		r, e := results[0], results[1]
+		rep.Etcd = &results[1]
 		rep.ThroughputRatio = ratio(r.CommitsPerSec, e.CommitsPerSec)
 		rep.P99Ratio = ratio(r.Latency.P99, e.Latency.P99)
 		rep.P50Ratio = ratio(r.Latency.P50, e.Latency.P50)
@@ -193,23 +234,39 @@ type sample struct {
 	err        error
 }
 
-// measure runs the clients for warm-up plus duration and summarises the
-// commits that started after the warm-up and finished within the window.
-func measure(ctx context.Context, sys system, cfg Config, log io.Writer) (Result, error) {
-	fmt.Fprintf(log, "bench: %s: creating %d tables\n", sys.name(), cfg.Tables)
-	clients, err := sys.prepare(ctx, cfg.Tables, cfg.Clients)
+// systemRun is one system's clients and what its measured windows saw.
+type systemRun struct {
+	sys             system
+	clients         []committer
+	per             [][]sample
+	loads, attempts []time.Duration
+	server, client  float64 // CPU seconds
+	measured        time.Duration
+}
+
+func (r *systemRun) prepare(ctx context.Context, cfg Config, log io.Writer) error {
+	fmt.Fprintf(log, "bench: %s: creating %d tables\n", r.sys.name(), cfg.Tables)
+	clients, err := r.sys.prepare(ctx, cfg.Tables, cfg.Clients)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", sys.name(), err)
+		return fmt.Errorf("%s: %w", r.sys.name(), err)
 	}
-	fmt.Fprintf(log, "bench: %s: %d clients, %s warm-up, %s measured\n", sys.name(), len(clients), cfg.Warmup, cfg.Duration)
+	r.clients, r.per = clients, make([][]sample, len(clients))
+	return nil
+}
+
+// window runs the clients for warm-up plus duration and keeps the commits
+// that started after the warm-up and finished within the window. It
+// returns the window's commits/s.
+func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (float64, error) {
+	fmt.Fprintf(log, "bench: %s: %d clients, %s warm-up, %s measured\n", r.sys.name(), len(r.clients), cfg.Warmup, cfg.Duration)
 	begin := time.Now()
 	from, until := begin.Add(cfg.Warmup), begin.Add(cfg.Warmup+cfg.Duration)
 	runCtx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	per := make([][]sample, len(clients))
-	cpu := startCPU(sys.pids(), from, until)
+	per := make([][]sample, len(r.clients))
+	cpu := startCPU(r.sys.pids(), from, until)
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	for i, c := range r.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -226,20 +283,36 @@ func measure(ctx context.Context, sys system, cfg Config, log io.Writer) (Result
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return 0, err
 	}
-	r := summarise(sys.name(), per, cfg.Duration)
-	var loads, attempts []time.Duration
-	for _, c := range clients {
-		loads = append(loads, c.requests().loads.within(from, until)...)
-		attempts = append(attempts, c.requests().attempts.within(from, until)...)
+	acked := 0
+	for i, ss := range per {
+		r.per[i] = append(r.per[i], ss...)
+		for _, s := range ss {
+			if s.err == nil {
+				acked++
+			}
+		}
 	}
-	r.LoadLatency, r.AttemptLatency = percentiles(loads), percentiles(attempts)
-	if err := sys.verify(ctx, cfg.Clients); err != nil {
-		return r, fmt.Errorf("%s: %w", sys.name(), err)
+	for _, c := range r.clients {
+		r.loads = append(r.loads, c.requests().loads.within(from, until)...)
+		r.attempts = append(r.attempts, c.requests().attempts.within(from, until)...)
 	}
-	r.Verified = true
-	r.addCPU(cpu.result())
-	fmt.Fprintf(log, "bench: %s\n", r.Line())
-	return r, nil
+	server, client := cpu.result()
+	r.server, r.client = r.server+server, r.client+client
+	r.measured += cfg.Duration
+	return float64(acked) / cfg.Duration.Seconds(), nil
+}
+
+// result summarises every window and verifies the tables.
+func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Result, error) {
+	res := summarise(r.sys.name(), r.per, r.measured)
+	res.LoadLatency, res.AttemptLatency = percentiles(r.loads), percentiles(r.attempts)
+	if err := r.sys.verify(ctx, cfg.Clients*cfg.Rounds); err != nil {
+		return res, fmt.Errorf("%s: %w", r.sys.name(), err)
+	}
+	res.Verified = true
+	res.addCPU(r.server, r.client)
+	fmt.Fprintf(log, "bench: %s\n", res.Line())
+	return res, nil
 }

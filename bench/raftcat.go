@@ -52,11 +52,11 @@ func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem
 
 func (s *raftcatSystem) name() string { return "raftcat" }
 
-func (s *raftcatSystem) verify(ctx context.Context, clients int) error {
+func (s *raftcatSystem) verify(ctx context.Context, inFlight int) error {
 	return s.acked.check(func(t int) (int64, error) {
 		w := &deltaWriter{s: s, url: s.tables[t]}
 		return w.load(ctx)
-	}, clients)
+	}, inFlight)
 }
 
 func (s *raftcatSystem) pids() []int {

@@ -120,6 +120,10 @@ func (r Result) RequestLine() string {
 func (rep Report) Text() string {
 	s := fmt.Sprintf("%d clients over %d tables (%s), %.0f s measured after %.0f s warm-up, %d CPUs\n",
 		rep.Clients, rep.Tables, rep.Target, rep.DurationS, rep.WarmupS, rep.CPUs)
+	if rep.Rounds > 1 {
+		s = fmt.Sprintf("%d clients over %d tables (%s), %d rounds of %.0f s measured after %.0f s warm-up each, %d CPUs\n",
+			rep.Clients, rep.Tables, rep.Target, rep.Rounds, rep.DurationS, rep.WarmupS, rep.CPUs)
+	}
 	s += rep.Raftcat.Line() + "\n"
 	if rep.Etcd != nil {
 		s += rep.Etcd.Line() + "\n"
@@ -128,6 +132,13 @@ func (rep Report) Text() string {
 	if rep.Etcd != nil {
 		s += rep.Etcd.RequestLine() + "\n"
 		s += fmt.Sprintf("raftcat/etcd: throughput x%.2f, p50 x%.2f, p99 x%.2f\n", rep.ThroughputRatio, rep.P50Ratio, rep.P99Ratio)
+		if len(rep.RoundRatios) > 0 {
+			s += "throughput ratio by round:"
+			for _, r := range rep.RoundRatios {
+				s += fmt.Sprintf(" x%.2f", r)
+			}
+			s += "\n"
+		}
 	}
 	return s
 }

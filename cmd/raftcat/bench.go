@@ -28,6 +28,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd they alternate between the systems, so a machine whose speed drifts slows both alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers forward to the leader) or leader")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1)")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")

@@ -18,7 +18,7 @@ import (
 func TestBenchSmoke(t *testing.T) {
 	bin := raftcatBinary(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
-	args := []string{"bench", "--duration", "3s", "--warmup", "1s", "--clients", "4", "--tables", "2", "--out", out}
+	args := []string{"bench", "--duration", "2s", "--warmup", "1s", "--rounds", "2", "--clients", "4", "--tables", "2", "--out", out}
 	_, etcdErr := exec.LookPath("etcd")
 	if etcdErr == nil {
 		args = append(args, "--against-etcd")
@@ -36,10 +36,16 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatalf("result is not JSON: %v\n%s", err, raw)
 	}
 	results := []*bench.Result{rep.Raftcat}
+	if rep.Rounds != 2 || rep.DurationS != 2 {
+		t.Errorf("report says %d rounds of %v s, want 2 of 2 s", rep.Rounds, rep.DurationS)
+	}
 	if etcdErr == nil {
 		results = append(results, rep.Etcd)
 		if rep.ThroughputRatio <= 0 {
 			t.Errorf("no throughput ratio in %s", raw)
+		}
+		if len(rep.RoundRatios) != 2 || rep.RoundRatios[0] <= 0 || rep.RoundRatios[1] <= 0 {
+			t.Errorf("want a throughput ratio for each of 2 rounds, got %v", rep.RoundRatios)
 		}
 	}
 	for _, r := range results {
