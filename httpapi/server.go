@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -111,17 +112,33 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Shutdown drains the relay connections followers opened to this node:
-// the requests they relayed here finish and are answered (or until ctx
-// ends), and followers send the ones not served yet again. The HTTP
-// server's own Shutdown does not see these connections (they are taken
-// over): run both, side by side, then Close.
-func (s *Server) Shutdown(ctx context.Context) error { return s.relay.Shutdown(ctx) }
+// Shutdown stops srv (the server this handler runs in) gracefully. The
+// relay connections followers opened to this node drain alongside it:
+// requests relayed here finish and are answered (or until ctx ends), and
+// followers send the ones not served yet again; srv's own Shutdown does
+// not see them (they are taken over). Once no request is served here any
+// more, this node's own relay connections to the leader close.
+func (s *Server) Shutdown(ctx context.Context, srv *http.Server) error {
+	relayDrained := make(chan error, 1)
+	go func() { relayDrained <- s.relay.Shutdown(ctx) }()
+	err := srv.Shutdown(ctx)
+	if rerr := <-relayDrained; err == nil && rerr != nil {
+		err = fmt.Errorf("draining relay connections: %w", rerr)
+	}
+	s.proxy.relay.Close()
+	return err
+}
 
-// Close closes this node's own relay connections to the leader. Call it
-// once no request is being served here any more (after the HTTP server's
-// Shutdown): requests still waiting for the leader's answer would fail.
-func (s *Server) Close() { s.proxy.relay.Close() }
+// Close closes srv at once; requests relayed here still get up to 5 s to
+// be answered before the relay connections close.
+func (s *Server) Close(srv *http.Server) error {
+	err := srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.relay.Shutdown(ctx)
+	s.proxy.relay.Close()
+	return err
+}
 
 // bodyLimit refuses oversized bodies with 413 before anything reads them.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {

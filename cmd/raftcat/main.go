@@ -155,15 +155,9 @@ func runNode(cfg Config, log *slog.Logger) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	relayDrained := make(chan error, 1) // requests followers relayed here drain alongside direct ones
-	go func() { relayDrained <- api.Shutdown(shutdownCtx) }()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+	if serr := api.Shutdown(shutdownCtx, srv); serr != nil {
 		log.Warn("HTTP shutdown", "err", serr)
 	}
-	if rerr := <-relayDrained; rerr != nil {
-		log.Warn("draining relay connections", "err", rerr)
-	}
-	api.Close()
 	if nerr := node.Shutdown(); nerr != nil {
 		return nerr
 	}

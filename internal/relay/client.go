@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,10 +261,7 @@ func (c *Client) upgrade(addr string) (net.Conn, *bufio.Reader, error) {
 func (c *Client) Close() {
 	c.mu.Lock()
 	c.closed = true
-	var all []*clientConn
-	for cc := range c.all {
-		all = append(all, cc)
-	}
+	all := slices.Collect(maps.Keys(c.all))
 	c.mu.Unlock()
 	for _, cc := range all {
 		cc.fail(errors.New("relay: client closed"), nil)
@@ -416,36 +415,19 @@ func (b breakage) finish(cc *clientConn, servedUpTo *uint64) {
 	cc.client.mu.Unlock()
 }
 
-// writeLoop writes queued frames, flushing only when the queue is empty so
-// that frames queued meanwhile share one write. Ids are given in the order
-// frames go out, which a going-away frame relies on.
+// writeLoop writes queued frames. Ids are given in the order frames go
+// out, which a going-away frame relies on.
 func (cc *clientConn) writeLoop() {
-	bw := bufio.NewWriterSize(cc.conn, 64<<10)
-	for {
-		var cl *call
-		select {
-		case cl = <-cc.queue:
-		case <-cc.broken:
-			return
+	err := writeQueued(cc.conn, cc.queue, cc.broken, func(cl *call) []byte {
+		if !cc.take(cl) {
+			return nil
 		}
-		for cl != nil {
-			if cc.take(cl) {
-				if _, err := bw.Write(cl.frame); err != nil {
-					cc.fail(err, nil)
-					return
-				}
-				cl.frame = nil
-			}
-			select {
-			case cl = <-cc.queue:
-			default:
-				cl = nil
-			}
-		}
-		if err := bw.Flush(); err != nil {
-			cc.fail(err, nil)
-			return
-		}
+		frame := cl.frame
+		cl.frame = nil
+		return frame
+	})
+	if err != nil {
+		cc.fail(err, nil)
 	}
 }
 

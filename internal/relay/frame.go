@@ -88,6 +88,37 @@ func (e *frameTooLarge) Error() string {
 	return fmt.Sprintf("relay: frame of %d bytes exceeds the %d byte limit", e.size, e.limit)
 }
 
+// writeQueued writes what arrives on queue until stop closes, flushing
+// only when the queue is empty, so frames queued meanwhile share one
+// write. frame gives the bytes to write for an item (nil: nothing). It
+// returns the first write error.
+func writeQueued[T any](w io.Writer, queue <-chan T, stop <-chan struct{}, frame func(T) []byte) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for {
+		var item T
+		select {
+		case item = <-queue:
+		case <-stop:
+			return nil
+		}
+		for more := true; more; {
+			if b := frame(item); b != nil {
+				if _, err := bw.Write(b); err != nil {
+					return err
+				}
+			}
+			select {
+			case item = <-queue:
+			default:
+				more = false
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
 // readers parse frame payloads as HTTP messages without a fresh 4 KiB
 // buffer each time.
 var readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}

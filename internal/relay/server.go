@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,34 +189,19 @@ func readHead(br *bufio.Reader, size int64) ([]byte, error) {
 	return head, nil
 }
 
-// writeAnswers writes answers until every handler has answered, flushing
-// only when none is waiting. After a write fails it still takes (and
-// drops) every answer, so no handler blocks.
+// writeAnswers writes answers until every handler has answered. After a
+// write fails it still takes (and drops) every answer, so no handler
+// blocks.
 func (sc *serverConn) writeAnswers() {
-	bw := bufio.NewWriterSize(sc.conn, 64<<10)
-	var err error
+	if err := writeQueued(sc.conn, sc.answers, sc.stop, func(a []byte) []byte { return a }); err == nil {
+		return
+	}
+	sc.conn.Close()
 	for {
-		var a []byte
 		select {
-		case a = <-sc.answers:
+		case <-sc.answers:
 		case <-sc.stop:
 			return
-		}
-		for a != nil {
-			if err == nil {
-				_, err = bw.Write(a)
-			}
-			select {
-			case a = <-sc.answers:
-			default:
-				a = nil
-			}
-		}
-		if err == nil {
-			err = bw.Flush()
-		}
-		if err != nil {
-			sc.conn.Close()
 		}
 	}
 }
@@ -319,10 +306,7 @@ func (r *recorder) frame(id uint64) []byte {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
-	var conns []*serverConn
-	for sc := range s.conns {
-		conns = append(conns, sc)
-	}
+	conns := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, sc := range conns {
 		go sc.sendGoAway()

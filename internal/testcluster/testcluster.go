@@ -149,11 +149,7 @@ func (nd *Node) Stop() {
 	nd.up = false
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	drained := make(chan struct{})
-	go func() { _ = nd.api.Shutdown(ctx); close(drained) }()
-	_ = nd.srv.Shutdown(ctx)
-	<-drained
-	nd.api.Close()
+	_ = nd.api.Shutdown(ctx, nd.srv)
 	_ = nd.Node.Shutdown()
 }
 
@@ -177,11 +173,7 @@ func (nd *Node) MarkStopped() {
 	<-nd.Done()
 	if nd.up {
 		nd.up = false
-		_ = nd.srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = nd.api.Shutdown(ctx)
-		cancel()
-		nd.api.Close()
+		_ = nd.api.Close(nd.srv)
 	}
 }
 
