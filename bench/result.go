@@ -23,6 +23,10 @@ type Result struct {
 	// before it was acknowledged: contention, not slowness, makes tails.
 	RetriesP99 int `json:"retries_p99"`
 	RetriesMax int `json:"retries_max"`
+	// ClientCommitsMin and ClientCommitsMax are the fewest and the most
+	// commits one client had acknowledged: a starved client shows here.
+	ClientCommitsMin int `json:"client_commits_min"`
+	ClientCommitsMax int `json:"client_commits_max"`
 	// CPU the server processes and this client process used during the
 	// measured window (Linux only; zero for a cluster given by URL).
 	ServerCPUSeconds     float64  `json:"server_cpu_s"`
@@ -49,7 +53,8 @@ func summarise(system string, per [][]sample, window time.Duration) Result {
 	r := Result{System: system}
 	var lat []time.Duration
 	var retries []int
-	for _, ss := range per {
+	for i, ss := range per {
+		acked := 0
 		for _, s := range ss {
 			r.Conflicts += s.conflicts
 			if s.err != nil {
@@ -60,9 +65,14 @@ func summarise(system string, per [][]sample, window time.Duration) Result {
 				continue
 			}
 			r.Commits++
+			acked++
 			lat = append(lat, s.end.Sub(s.start))
 			retries = append(retries, s.conflicts)
 		}
+		if i == 0 || acked < r.ClientCommitsMin {
+			r.ClientCommitsMin = acked
+		}
+		r.ClientCommitsMax = max(r.ClientCommitsMax, acked)
 	}
 	secs := window.Seconds()
 	r.CommitsPerSec = float64(r.Commits) / secs
@@ -110,10 +120,11 @@ func (r Result) Line() string {
 		r.System, r.CommitsPerSec, r.ConflictsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Errors, r.ServerCPUMsPerCommit)
 }
 
-// RequestLine is a one-line summary of the single requests.
+// RequestLine is a one-line summary of the single requests, and of how
+// evenly the clients fared.
 func (r Result) RequestLine() string {
-	return fmt.Sprintf("%-8s requests: load p50 %5.2f p99 %6.2f ms, commit attempt p50 %5.2f p99 %6.2f ms",
-		r.System, r.LoadLatency.P50, r.LoadLatency.P99, r.AttemptLatency.P50, r.AttemptLatency.P99)
+	return fmt.Sprintf("%-8s requests: load p50 %5.2f p99 %6.2f ms, commit attempt p50 %5.2f p99 %6.2f ms; commits per client %d-%d",
+		r.System, r.LoadLatency.P50, r.LoadLatency.P99, r.AttemptLatency.P50, r.AttemptLatency.P99, r.ClientCommitsMin, r.ClientCommitsMax)
 }
 
 // Text is the human summary of a report.

@@ -52,6 +52,11 @@ func TestBenchSmoke(t *testing.T) {
 		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 {
 			t.Fatalf("implausible result %+v\n%s", r, output)
 		}
+		// Every client commits: a starved one (a request stuck on its way
+		// to the leader, say) shows as a client with none.
+		if r.ClientCommitsMin <= 0 || r.ClientCommitsMax < r.ClientCommitsMin || r.ClientCommitsMax > r.Commits {
+			t.Errorf("%s: commits per client %d-%d of %d in all", r.System, r.ClientCommitsMin, r.ClientCommitsMax, r.Commits)
+		}
 	}
 	if !strings.Contains(string(output), "commits/s") {
 		t.Errorf("no human summary printed:\n%s", output)
