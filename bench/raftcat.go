@@ -72,17 +72,20 @@ func (s *raftcatSystem) close() {
 	}
 }
 
-// leaderURL asks the nodes which one leads.
+// leaderURL finds the node that passes the leader check (GET
+// /readyz?leader), as a load balancer routing to the leader would.
+// A new leader passes once it is ready, so the search goes on for a while.
 func (s *raftcatSystem) leaderURL() (string, error) {
-	for _, u := range s.urls {
-		var st struct {
-			LeaderHTTP string `json:"leader_http_addr"`
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for _, u := range s.urls {
+			if code, err := s.do(http.MethodGet, u+"/readyz?leader", nil, nil); err == nil && code == http.StatusOK {
+				return u, nil
+			}
 		}
-		if _, err := s.do(http.MethodGet, u+"/v1/cluster", nil, &st); err == nil && st.LeaderHTTP != "" {
-			return "http://" + st.LeaderHTTP, nil
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no node passes the leader check (GET /readyz?leader)")
 		}
 	}
-	return "", fmt.Errorf("no node knows a leader")
 }
 
 func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]committer, error) {

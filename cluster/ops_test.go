@@ -391,11 +391,14 @@ func TestTransferLeadership(t *testing.T) {
 	leader := testcluster.Leader(t, nodes)
 	follower := testcluster.Followers(nodes, leader)[0]
 
+	requireLeaderCheck(t, nodes, leader)
+
 	r := testcluster.Do(t, http.MethodPost, follower.URL+"/v1/cluster/transfer-leadership", map[string]any{})
 	if r.Status != http.StatusOK {
 		t.Fatalf("transfer via follower %s: %d %s", follower.ID(), r.Status, r.Raw)
 	}
 	second := leaderOther(t, nodes, leader)
+	requireLeaderCheck(t, nodes, second)
 
 	target := testcluster.Followers(nodes, second)[0]
 	if target == leader { // prefer the node that has not led yet
@@ -413,12 +416,39 @@ func TestTransferLeadership(t *testing.T) {
 		})
 	}
 
+	requireLeaderCheck(t, nodes, target)
+
 	if r := testcluster.Do(t, http.MethodPost, target.URL+"/v1/cluster/transfer-leadership", map[string]any{"id": "nope"}); r.Status != http.StatusNotFound {
 		t.Fatalf("transfer to an unknown node: %d %s, want 404", r.Status, r.Raw)
 	}
 	w := createCatalog(t, leader.URL, "after_transfer")
 	waitApplied(t, nodes, w)
 	requireConverged(t, nodes)
+}
+
+// requireLeaderCheck waits until GET /readyz?leader, a load balancer's
+// check, answers 200 on leader alone, and the others name it.
+func requireLeaderCheck(t *testing.T, nodes []*testcluster.Node, leader *testcluster.Node) {
+	t.Helper()
+	testcluster.WaitFor(t, opsWait, "only "+leader.ID()+" to pass the leader check", func() bool {
+		for _, nd := range nodes {
+			r := testcluster.Do(t, http.MethodGet, nd.URL+"/readyz?leader", nil)
+			want := http.StatusServiceUnavailable
+			if nd == leader {
+				want = http.StatusOK
+			}
+			if r.Status != want {
+				return false
+			}
+			if nd != leader && r.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s: leader check 503 without Retry-After", nd.ID())
+			}
+			if nd != leader && !strings.HasSuffix(leader.URL, fmt.Sprint(r.Body["leader_http_addr"])) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func TestLeaderLeavesGracefully(t *testing.T) {

@@ -20,6 +20,9 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID()})
 	})
 	e.GET("/readyz", func(c echo.Context) error {
+		if c.QueryParams().Has("leader") {
+			return s.leaderCheck(c)
+		}
 		if !s.cluster.Ready() {
 			c.Response().Header().Set("Retry-After", "1")
 			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "node_id": s.cluster.ID()})
@@ -34,6 +37,25 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 	g.POST("/transfer-leadership", s.transferLeadership, s.routeToLeader)
 	g.POST("/remove-node", s.removeNode, s.routeToLeader)
 	g.POST("/leave", s.leave)
+}
+
+// leaderCheck (GET /readyz?leader) answers 200 only on the leader, once
+// it is ready: a load balancer with this check sends every request
+// straight to the leader and saves the hop to it that a follower adds.
+// Other nodes answer 503 and name the leader; a request they get anyway,
+// from a balancer that has not noticed a new leader yet, is still relayed.
+func (s *Server) leaderCheck(c echo.Context) error {
+	body := map[string]string{"node_id": s.cluster.ID()}
+	if s.cluster.IsLeader() && s.cluster.Ready() {
+		body["status"] = "leader"
+		return c.JSON(http.StatusOK, body)
+	}
+	body["status"] = "not the leader"
+	if addr, err := s.cluster.LeaderHTTPAddr(); err == nil {
+		body["leader_http_addr"] = addr
+	}
+	c.Response().Header().Set("Retry-After", "1")
+	return c.JSON(http.StatusServiceUnavailable, body)
 }
 
 func (s *Server) stateDigest(c echo.Context) error {

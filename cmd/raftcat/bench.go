@@ -29,7 +29,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd they alternate between the systems, so a machine whose speed drifts slows both alike")
-	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers forward to the leader) or leader")
+	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1)")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")

@@ -63,6 +63,26 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchToTheLeader sends every request to the node that passes the
+// leader check, as a load balancer checking GET /readyz?leader would.
+func TestBenchToTheLeader(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--target", "leader", "--duration", "1s", "--warmup", "0s",
+		"--clients", "2", "--tables", "1", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --target leader: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil || rep.Target != "leader" || rep.Raftcat == nil || rep.Raftcat.Commits == 0 {
+		t.Fatalf("result %s (%v)\n%s", raw, err, output)
+	}
+}
+
 // TestBenchAgainstMissingEtcdSaysWhatToInstall asks for the etcd
 // comparison with a binary that does not exist.
 func TestBenchAgainstMissingEtcdSaysWhatToInstall(t *testing.T) {
