@@ -41,16 +41,19 @@ type Config struct {
 
 // Report is the machine-readable result of one bench run.
 type Report struct {
-	StartedAt  time.Time `json:"started_at"`
-	Tables     int       `json:"tables"`
-	Clients    int       `json:"clients"`
-	Target     string    `json:"target"` // spread or leader
-	DurationS  float64   `json:"duration_s"`
-	WarmupS    float64   `json:"warmup_s"`
-	CPUs       int       `json:"cpus"`
-	ServeFlags []string  `json:"serve_flags,omitempty"`
-	Raftcat    *Result   `json:"raftcat"`
-	Etcd       *Result   `json:"etcd,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	Tables    int       `json:"tables"`
+	Clients   int       `json:"clients"`
+	Target    string    `json:"target"` // spread or leader
+	// LeaderURL is, with --target leader, the raftcat node every request
+	// went to: the one that passed GET /readyz?leader.
+	LeaderURL  string   `json:"leader_url,omitempty"`
+	DurationS  float64  `json:"duration_s"`
+	WarmupS    float64  `json:"warmup_s"`
+	CPUs       int      `json:"cpus"`
+	ServeFlags []string `json:"serve_flags,omitempty"`
+	Raftcat    *Result  `json:"raftcat"`
+	Etcd       *Result  `json:"etcd,omitempty"`
 	// Against etcd: raftcat's commits/s over etcd's (want >= 1.5 at 32
 	// clients) and raftcat's p99 over etcd's (want <= 1).
 	ThroughputRatio float64 `json:"throughput_ratio,omitempty"`
@@ -187,6 +190,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 			return rep, err
 		}
 	}
+	rep.LeaderURL = rc.leaderTarget
 	for round := 1; round <= cfg.Rounds; round++ {
 		var rates []float64
 		for _, r := range runs {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,12 +21,14 @@ const tablesPath = "/api/2.1/unity-catalog/delta/v1/catalogs/unity/schemas/defau
 
 // raftcatSystem drives the Delta API of a cluster.
 type raftcatSystem struct {
-	urls    []string
-	tables  []string // URLs of the workload's tables
-	acked   tableCounts
-	leader  bool
-	http    *http.Client
-	cluster *localcluster.Cluster // nil for a cluster given by URL
+	urls   []string
+	tables []string // URLs of the workload's tables
+	acked  tableCounts
+	leader bool
+	// leaderTarget is the node every request went to with --target leader.
+	leaderTarget string
+	http         *http.Client
+	cluster      *localcluster.Cluster // nil for a cluster given by URL
 }
 
 func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem, error) {
@@ -41,7 +44,7 @@ func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem
 		}
 		s.cluster, s.urls = cl, cl.URLs()
 		fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
-		if u, err := s.leaderURL(); err == nil {
+		if u, err := s.leaderURL(ctx, 0); err == nil {
 			fmt.Fprintf(log, "bench: leader %s\n", u)
 		}
 	} else if err := localcluster.WaitReady(ctx, s.urls); err != nil {
@@ -73,29 +76,65 @@ func (s *raftcatSystem) close() {
 }
 
 // leaderURL finds the node that passes the leader check (GET
-// /readyz?leader), as a load balancer routing to the leader would.
-// A new leader passes once it is ready, so the search goes on for a while.
-func (s *raftcatSystem) leaderURL() (string, error) {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+// /readyz?leader), as a load balancer routing to the leader would; a
+// leader missing from the URLs given is found where the others say it
+// is. A new leader passes once it is ready, so the search goes on for up
+// to wait.
+func (s *raftcatSystem) leaderURL(ctx context.Context, wait time.Duration) (string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		named := ""
 		for _, u := range s.urls {
-			if code, err := s.do(http.MethodGet, u+"/readyz?leader", nil, nil); err == nil && code == http.StatusOK {
+			leads, addr := s.leaderCheck(ctx, u)
+			if leads {
 				return u, nil
 			}
+			if addr != "" {
+				named = "http://" + addr
+			}
 		}
-		if time.Now().After(deadline) {
+		if named != "" && !slices.Contains(s.urls, named) {
+			if leads, _ := s.leaderCheck(ctx, named); leads {
+				return named, nil
+			}
+		}
+		if !time.Now().Before(deadline) {
 			return "", fmt.Errorf("no node passes the leader check (GET /readyz?leader)")
 		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
+}
+
+// leaderCheck asks the node at u whether it is the ready leader (an older
+// version without the check answers no), and otherwise which node leads.
+func (s *raftcatSystem) leaderCheck(ctx context.Context, u string) (leads bool, leaderAddr string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var buf bytes.Buffer
+	code, body, err := s.send(ctx, http.MethodGet, u+"/readyz?leader", nil, &buf)
+	if err != nil {
+		return false, ""
+	}
+	var answer struct {
+		Status     string `json:"status"`
+		LeaderHTTP string `json:"leader_http_addr"`
+	}
+	_ = json.Unmarshal(body, &answer)
+	return code == http.StatusOK && answer.Status == "leader", answer.LeaderHTTP
 }
 
 func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]committer, error) {
 	targets := s.urls
 	if s.leader {
-		u, err := s.leaderURL()
+		u, err := s.leaderURL(ctx, 10*time.Second)
 		if err != nil {
 			return nil, err
 		}
-		targets = []string{u}
+		targets, s.leaderTarget = []string{u}, u
 	}
 	run := fmt.Sprintf("bench_%d", time.Now().UnixNano()%1e12)
 	names := make([]string, tables)

@@ -443,7 +443,7 @@ func requireLeaderCheck(t *testing.T, nodes []*testcluster.Node, leader *testclu
 			if nd != leader && r.Header.Get("Retry-After") == "" {
 				t.Fatalf("%s: leader check 503 without Retry-After", nd.ID())
 			}
-			if nd != leader && !strings.HasSuffix(leader.URL, fmt.Sprint(r.Body["leader_http_addr"])) {
+			if nd != leader && leader.URL != fmt.Sprint("http://", r.Body["leader_http_addr"]) {
 				return false
 			}
 		}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -21,7 +22,13 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 	})
 	e.GET("/readyz", func(c echo.Context) error {
 		if c.QueryParams().Has("leader") {
-			return s.leaderCheck(c)
+			on, err := queryFlag(c.QueryParam("leader"))
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, "leader: "+err.Error())
+			}
+			if on {
+				return s.leaderCheck(c)
+			}
 		}
 		if !s.cluster.Ready() {
 			c.Response().Header().Set("Retry-After", "1")
@@ -45,17 +52,32 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 // Other nodes answer 503 and name the leader; a request they get anyway,
 // from a balancer that has not noticed a new leader yet, is still relayed.
 func (s *Server) leaderCheck(c echo.Context) error {
-	body := map[string]string{"node_id": s.cluster.ID()}
-	if s.cluster.IsLeader() && s.cluster.Ready() {
-		body["status"] = "leader"
+	body := map[string]string{"node_id": s.cluster.ID(), "status": "leader"}
+	leads := s.cluster.IsLeader()
+	if leads && s.cluster.Ready() {
 		return c.JSON(http.StatusOK, body)
 	}
 	body["status"] = "not the leader"
-	if addr, err := s.cluster.LeaderHTTPAddr(); err == nil {
+	if leads {
+		body["status"] = "leader, not ready yet"
+	} else if addr, err := s.cluster.LeaderHTTPAddr(); err == nil {
 		body["leader_http_addr"] = addr
 	}
 	c.Response().Header().Set("Retry-After", "1")
 	return c.JSON(http.StatusServiceUnavailable, body)
+}
+
+// queryFlag reads a boolean query parameter given without a value
+// (?leader) or with one (?leader=true, ?leader=false).
+func queryFlag(v string) (bool, error) {
+	if v == "" {
+		return true, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("want true or false, got %q", v)
+	}
+	return on, nil
 }
 
 func (s *Server) stateDigest(c echo.Context) error {

@@ -23,6 +23,17 @@ func TestAdminAndUCREST(t *testing.T) {
 		}
 	})
 
+	t.Run("leader check", func(t *testing.T) {
+		a := a.with(t)
+		for p, want := range map[string]string{"/readyz?leader": "leader", "/readyz?leader=true": "leader", "/readyz?leader=false": "ready"} {
+			r := a.ok(http.StatusOK, http.MethodGet, p, nil)
+			if got := dig(r.body, "status"); got != want {
+				t.Fatalf("%s status = %v, want %s", p, got, want)
+			}
+		}
+		a.ok(http.StatusBadRequest, http.MethodGet, "/readyz?leader=maybe", nil)
+	})
+
 	t.Run("cluster status", func(t *testing.T) {
 		a := a.with(t)
 		st := a.ok(http.StatusOK, http.MethodGet, "/v1/cluster", nil).obj(t)

@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/raftcat/raftcat/bench"
+	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
 // TestBenchSmoke runs `raftcat bench` for a few seconds against the
@@ -63,23 +66,48 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
-// TestBenchToTheLeader sends every request to the node that passes the
-// leader check, as a load balancer checking GET /readyz?leader would.
+// TestBenchToTheLeader runs `raftcat bench --target leader` against three
+// real processes: every request must go to the node that leads, found as a
+// load balancer checking GET /readyz?leader finds it. The URLs list the
+// followers first, and then leave the leader out: its address then comes
+// from the followers' answers.
 func TestBenchToTheLeader(t *testing.T) {
+	procs := startProcesses(t, 3)
+	leader := func() string {
+		for _, p := range procs {
+			if testcluster.Do(t, http.MethodGet, p.url+"/v1/cluster", nil).Body["state"] == "Leader" {
+				return p.url
+			}
+		}
+		return ""
+	}
+	before := leader()
+	var followers []string
+	for _, p := range procs {
+		if p.url != before {
+			followers = append(followers, p.url)
+		}
+	}
 	bin := raftcatBinary(t)
-	out := filepath.Join(t.TempDir(), "bench.json")
-	output, err := exec.Command(bin, "bench", "--target", "leader", "--duration", "1s", "--warmup", "0s",
-		"--clients", "2", "--tables", "1", "--out", out).CombinedOutput()
-	if err != nil {
-		t.Fatalf("raftcat bench --target leader: %v\n%s", err, output)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(raw, &rep); err != nil || rep.Target != "leader" || rep.Raftcat == nil || rep.Raftcat.Commits == 0 {
-		t.Fatalf("result %s (%v)\n%s", raw, err, output)
+	for _, urls := range [][]string{append(slices.Clone(followers), before), followers} {
+		out := filepath.Join(t.TempDir(), "bench.json")
+		output, err := exec.Command(bin, "bench", "--target", "leader", "--urls", strings.Join(urls, ","),
+			"--duration", "1s", "--warmup", "0s", "--clients", "2", "--tables", "1", "--out", out).CombinedOutput()
+		if err != nil {
+			t.Fatalf("raftcat bench --target leader --urls %v: %v\n%s", urls, err, output)
+		}
+		raw, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep bench.Report
+		if err := json.Unmarshal(raw, &rep); err != nil || rep.Target != "leader" || rep.Raftcat == nil ||
+			rep.Raftcat.Commits == 0 || rep.Raftcat.Errors != 0 {
+			t.Fatalf("result %s (%v)\n%s", raw, err, output)
+		}
+		if after := leader(); rep.LeaderURL != before && rep.LeaderURL != after {
+			t.Fatalf("--urls %v: requests went to %q, but %s led before and %s after", urls, rep.LeaderURL, before, after)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalo
 
 Usage:
   raftcat [serve] [flags]                    run a node (the default; with no flags, a single-node cluster)
-  raftcat healthcheck [--addr URL]           exit 0 if that node is ready (container healthchecks); --leader: and leads
+  raftcat healthcheck [--addr URL]           exit 0 if that node is ready (container healthchecks; --leader: and leads)
   raftcat members [--addr URL]               list the cluster's nodes: raft role and gossip status
   raftcat snapshot save [--addr URL] FILE    save a consistent backup of the whole catalog
   raftcat snapshot inspect FILE              verify a backup and print what it holds
@@ -168,7 +168,7 @@ func healthcheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("raftcat healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of the node")
-	leader := fs.Bool("leader", false, "exit 0 only if that node is the leader and ready (GET /readyz?leader)")
+	leader := fs.Bool("leader", false, "exit 0 only if that node is also the leader (GET /readyz?leader; for scripts and load balancers, not container healthchecks: it fails on every follower)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
