@@ -195,8 +195,14 @@ func TestProcessKilledAndRestartedKeepsAcknowledgedCommits(t *testing.T) {
 	procs := startProcesses(t, 3)
 	id := testcluster.CreateManaged(t, procs[0].url, procs[0].url, "unity", "default", "k")
 	path := testcluster.TablePath("unity", "default", "k")
+	// A 503 (no leader yet, or an unknown outcome while the killed node led)
+	// is retried with the identical request, as Delta clients do.
 	commit := func(via *proc, v int64) testcluster.Response {
-		r := testcluster.Do(t, http.MethodPost, via.url+path, testcluster.CommitBody(id, v, testcluster.StagedName(v, "k")))
+		var r testcluster.Response
+		testcluster.WaitFor(t, 30*time.Second, fmt.Sprintf("commit v%d via %s", v, via.name), func() bool {
+			r = testcluster.Do(t, http.MethodPost, via.url+path, testcluster.CommitBody(id, v, testcluster.StagedName(v, "k")))
+			return r.Status != http.StatusServiceUnavailable
+		})
 		if r.Status != http.StatusOK {
 			t.Fatalf("commit v%d via %s: %d %s", v, via.name, r.Status, r.Raw)
 		}
