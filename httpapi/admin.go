@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -21,14 +20,10 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID()})
 	})
 	e.GET("/readyz", func(c echo.Context) error {
-		if c.QueryParams().Has("leader") {
-			on, err := queryFlag(c.QueryParam("leader"))
-			if err != nil {
-				return echo.NewHTTPError(http.StatusBadRequest, "leader: "+err.Error())
-			}
-			if on {
-				return s.leaderCheck(c)
-			}
+		if leader, err := boolParam(c, "leader", true); err != nil {
+			return err
+		} else if leader {
+			return s.leaderCheck(c)
 		}
 		if !s.cluster.Ready() {
 			c.Response().Header().Set("Retry-After", "1")
@@ -65,19 +60,6 @@ func (s *Server) leaderCheck(c echo.Context) error {
 	}
 	c.Response().Header().Set("Retry-After", "1")
 	return c.JSON(http.StatusServiceUnavailable, body)
-}
-
-// queryFlag reads a boolean query parameter given without a value
-// (?leader) or with one (?leader=true, ?leader=false).
-func queryFlag(v string) (bool, error) {
-	if v == "" {
-		return true, nil
-	}
-	on, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("want true or false, got %q", v)
-	}
-	return on, nil
 }
 
 func (s *Server) stateDigest(c echo.Context) error {

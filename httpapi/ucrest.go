@@ -260,14 +260,18 @@ func (s *Server) updateCatalog(c echo.Context) error {
 	return c.JSON(http.StatusOK, toCatalogInfo(res.Catalog))
 }
 
-func forceParam(c echo.Context) (bool, error) {
-	v := c.QueryParam("force")
+func forceParam(c echo.Context) (bool, error) { return boolParam(c, "force", false) }
+
+// boolParam reads a boolean query parameter: false when absent, bare when
+// given without a value (?name), else true or false as written.
+func boolParam(c echo.Context, name string, bare bool) (bool, error) {
+	v := c.QueryParam(name)
 	if v == "" {
-		return false, nil
+		return bare && c.QueryParams().Has(name), nil
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, invalid("force must be true or false, got %q", v)
+		return false, invalid("%s must be true or false, got %q", name, v)
 	}
 	return b, nil
 }
