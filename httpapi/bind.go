@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/jsonlimit"
 )
 
 // bindJSON decodes the request body into v. An empty body or `null`
@@ -31,6 +32,9 @@ func bindJSON(c echo.Context, v any) (found bool, err error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || string(body) == "null" {
 		return false, nil
+	}
+	if err := jsonlimit.Check(body); err != nil {
+		return false, invalid("Malformed JSON request body: %v", err)
 	}
 	if err := gojson.Unmarshal(body, v); err != nil {
 		return false, jsonError(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/jsonlimit"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -120,12 +121,18 @@ func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
 		if col.TypeJSON == nil || *col.TypeJSON == "" {
 			return nil, nil, invalid("columns[%d].type_json is required.", i)
 		}
+		if err := jsonlimit.Check([]byte(*col.TypeJSON)); err != nil {
+			return nil, nil, invalid("Invalid columns[%d].type_json: %v", i, err)
+		}
 		fields = append(fields, json.RawMessage(*col.TypeJSON))
 		if col.PartitionIndex != nil {
 			parts = append(parts, part{*col.Name, *col.PartitionIndex})
 		}
 	}
-	schemaString, _ := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	schemaString, err := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	if err != nil {
+		return nil, nil, invalid("Invalid columns: type_json is not valid JSON")
+	}
 	st, err := deltaschema.ParseSchemaString(string(schemaString))
 	if err != nil {
 		return nil, nil, invalid("Invalid columns: %v", err)
