@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -151,7 +152,7 @@ func (g *groupCommit) drain() {
 				var isResult bool
 				p.index = p.future.Index()
 				if p.res, isResult = p.future.Response().(fsm.Result); !isResult {
-					p.err = fmt.Errorf("unexpected apply response %T", p.future.Response())
+					p.err = responseError(p.future.Response())
 				}
 			}
 			ok = ok && p.err == nil
@@ -253,4 +254,14 @@ func (g *groupCommit) confirm(unconfirmed []*proposal) []*proposal {
 		}
 	}
 	return unconfirmed
+}
+
+// responseError is the error for an apply response that is not a result:
+// a halted machine's (the entry is in the log, but this node will not
+// apply it, so its outcome is unknown here), or a bug's.
+func responseError(resp any) error {
+	if err, ok := resp.(error); ok && errors.Is(err, ErrHalted) {
+		return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+	}
+	return fmt.Errorf("unexpected apply response %T", resp)
 }

@@ -36,6 +36,7 @@ Usage:
   raftcat chaos check HISTORY                re-check a recorded client history for violations
   raftcat bench [flags]                      measure commits/s and latency (optionally against etcd)
   raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
+  raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return chaosCmd(args, stdout, stderr)
 	case "bench":
 		return benchCmd(args, stdout, stderr)
+	case "log":
+		return logCmd(args, stdout, stderr)
 	case "leave":
 		return postCmd("leave", "/v1/cluster/leave", args, stdout, stderr, 0)
 	case "version":
@@ -112,6 +115,13 @@ func serve(args []string, stderr io.Writer) int {
 	level, _ := parseLevel(cfg.LogLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.NodeID)
 	if err := runNode(cfg, log); err != nil {
+		if errors.Is(err, errHaltedLogged) {
+			return exitHalted
+		}
+		if errors.Is(err, cluster.ErrHalted) {
+			log.Error("raftcat will not start", "err", err)
+			return exitHalted
+		}
 		log.Error("raftcat stopped with an error", "err", err)
 		return 1
 	}
@@ -150,6 +160,15 @@ func runNode(cfg Config, log *slog.Logger) error {
 		}
 	case <-node.Done():
 		log.Info("node left the cluster; shutting down")
+	case <-node.Halted():
+		// Nothing more can be applied here; a graceful stop would only
+		// hand leadership to a node that halts on the same entry.
+		// Stay in raft (applying nothing) a moment so followers learn that
+		// the entry is committed and halt on it too, rather than being
+		// left without a quorum and unaware.
+		srv.Close()
+		time.Sleep(2 * max(cfg.HeartbeatTimeout, cfg.ElectionTimeout))
+		return errHaltedLogged
 	case err = <-serveErr:
 		log.Error("HTTP server failed", "err", err)
 	}
@@ -163,6 +182,10 @@ func runNode(cfg Config, log *slog.Logger) error {
 	}
 	return err
 }
+
+// errHaltedLogged ends a node that halted while running; the halt was
+// logged where it happened.
+var errHaltedLogged = errors.New("halted")
 
 func healthcheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("raftcat healthcheck", flag.ContinueOnError)
