@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -77,6 +78,9 @@ func (s *Server) saveSnapshot(c echo.Context) error {
 // restoreSnapshot replaces the cluster state with an uploaded backup. The
 // body is streamed (to the leader, and there to disk), never held whole.
 func (s *Server) restoreSnapshot(c echo.Context) error {
+	// A backup uploads for as long as it takes; the read timeout is for
+	// requests of bounded size.
+	_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Time{})
 	if !s.cluster.IsLeader() {
 		if c.Request().Header.Get(HeaderForwarded) != "" {
 			return cluster.ErrNotLeader

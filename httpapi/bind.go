@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -23,11 +24,7 @@ import (
 func bindJSON(c echo.Context, v any) (found bool, err error) {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return false, err
-		}
-		return false, invalid("Could not read request body: %v", err)
+		return false, bodyReadError(err)
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || string(body) == "null" {
@@ -40,6 +37,20 @@ func bindJSON(c echo.Context, v any) (found bool, err error) {
 		return false, jsonError(err)
 	}
 	return true, nil
+}
+
+// bodyReadError is the answer for a body that could not be read, the same
+// on the leader and on a follower: too large (413), not all there within
+// the read timeout (408), or malformed (400).
+func bodyReadError(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return echo.NewHTTPError(http.StatusRequestTimeout, "The request body did not arrive within the server's read timeout.")
+	}
+	return invalid("Could not read request body: %v", err)
 }
 
 func jsonError(err error) error {

@@ -35,7 +35,7 @@ func (s *Server) routeToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		body, err := io.ReadAll(c.Request().Body)
 		if err != nil {
-			return err
+			return bodyReadError(err)
 		}
 		handledHere, err := s.proxy.forward(c, body)
 		if handledHere { // this node became the leader while waiting

@@ -50,6 +50,35 @@ type Config struct {
 	Credentials  StaticCredentials
 	Logger       *slog.Logger
 	Pprof        bool // serve net/http/pprof under /debug/pprof/
+
+	// ReadTimeout bounds reading one request, headers and body (0: 60s):
+	// a client that announces more than it sends is cut off then. Backup
+	// uploads (restore) are exempt. IdleTimeout bounds a kept-alive
+	// connection between requests (0: 120s). FrameTimeout bounds one
+	// relayed request's arrival on a relay connection (0: 30s).
+	ReadTimeout, IdleTimeout, FrameTimeout time.Duration
+}
+
+// HTTP server defaults.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+)
+
+// HTTPServer returns the http.Server that serves this API, with its
+// timeouts. There is no write timeout: backups stream for as long as they
+// take.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout: orDefault(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: orDefault(s.cfg.IdleTimeout, DefaultIdleTimeout)}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // Headers raftcat adds to or reads from requests.
@@ -83,7 +112,7 @@ func New(c Cluster, cfg Config) *Server {
 	}
 	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
 	s.proxy = newLeaderProxy(s)
-	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20}
+	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20, FrameTimeout: cfg.FrameTimeout}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}

@@ -135,7 +135,7 @@ func (nd *Node) start() error {
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds})
-	nd.srv = &http.Server{Handler: nd.api.Handler()}
+	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(ln)
 	nd.up = true
 	return nil
