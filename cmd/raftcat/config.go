@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/raftcat/raftcat/cluster"
-	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -46,7 +46,7 @@ type Config struct {
 	MinQuorum         int
 	Pprof             bool
 
-	Credentials httpapi.StaticCredentials
+	Credentials deltaapi.StaticCredentials
 }
 
 // bindFlags registers every serve flag; each can also be set through the
