@@ -36,7 +36,10 @@ type Group struct {
 }
 
 // Mount registers a protocol's route group and returns it for the
-// protocol to add its routes to.
+// protocol to add its routes to; protocols are mounted before the server
+// serves. A protocol's handlers translate only: reads take their state
+// from State, writes are built with Write, and errors are returned for
+// the group's mapping to render.
 func (s *Server) Mount(g Group) *echo.Group {
 	s.groups = append(s.groups, g)
 	slices.SortStableFunc(s.groups, func(a, b Group) int { return cmp.Compare(len(b.Prefix), len(a.Prefix)) })
