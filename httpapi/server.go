@@ -6,6 +6,11 @@
 // own package under this one and registers a route group with Mount; it
 // only translates between its wire format and fsm commands and state.
 //
+// A new protocol is a package here whose Register mounts a Group (its
+// prefix, an ErrorMapping covering every fsm.Code, whether its requests
+// go to the leader and may be relayed) and adds routes built on State and
+// Write, plus one line in package protocols. No other protocol changes.
+//
 // The core reaches the replicated state through DataPath, which it
 // declares; it does not depend on package cluster, only on the leaf
 // package clusterapi for the errors the replication layer fails with.
