@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/fsm"
 )
 
@@ -56,12 +57,7 @@ type groupCommit struct {
 
 // GroupCommitStats counts proposals, the batches they left in, and those
 // answered without a log entry.
-type GroupCommitStats struct {
-	Proposals          uint64 `json:"proposals"`
-	Batches            uint64 `json:"batches"`
-	LargestBatch       int    `json:"largest_batch"`
-	AnsweredWithoutLog uint64 `json:"answered_without_log"`
-}
+type GroupCommitStats = clusterapi.GroupCommitStats
 
 type proposal struct {
 	cmd    fsm.Command

@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/internal/relay"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -50,7 +51,7 @@ type Config struct {
 	HTTPIdleTimeout   time.Duration
 	RelayFrameTimeout time.Duration
 
-	Credentials httpapi.StaticCredentials
+	Credentials deltaapi.StaticCredentials
 }
 
 // bindFlags registers every serve flag; each can also be set through the

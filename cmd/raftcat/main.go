@@ -18,6 +18,9 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/admin"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/protocols"
 )
 
 const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalog Delta API.
@@ -140,8 +143,10 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials, Logger: log, Pprof: cfg.Pprof,
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
+	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
+		Delta: deltaapi.Config{Credentials: cfg.Credentials}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -154,7 +159,7 @@ func runNode(cfg Config, log *slog.Logger) error {
 		log.Info("shutting down")
 		if cfg.LeaveOnTerminate {
 			leaveCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			if lerr := api.Leave(leaveCtx); lerr != nil {
+			if lerr := adm.Leave(leaveCtx); lerr != nil {
 				log.Warn("could not leave the cluster before stopping", "err", lerr)
 			}
 			cancel()
