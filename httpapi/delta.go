@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -17,6 +20,8 @@ const (
 	tablePath = "/catalogs/:catalog/schemas/:schema/tables/:table"
 	// deltaProtocolVersion is the only Delta API protocol version served.
 	deltaProtocolVersion = "1.0"
+	// objectReadTimeout bounds the replay check's reads of table files.
+	objectReadTimeout = 10 * time.Second
 )
 
 // registerDelta mounts the UC Delta API (kebab-case).
@@ -110,7 +115,7 @@ func isDigits(s string) bool {
 func strp(s string) *string { return &s }
 
 // Staging answer content, fixed as UC 0.7.0 hands it out.
-func (s *Server) stagingResponse(st *fsm.StagingTable) stagingTableResponse {
+func (s *Server) stagingResponse(st *fsm.StagingTable, cred storageCredential) stagingTableResponse {
 	reader, writer := fsm.ManagedReaderFeatures, fsm.ManagedWriterFeatures
 	minR, minW := 3, 7
 	required := map[string]*string{fsm.PropTableID: strp(st.ID)}
@@ -119,7 +124,7 @@ func (s *Server) stagingResponse(st *fsm.StagingTable) stagingTableResponse {
 	}
 	return stagingTableResponse{
 		TableID: st.ID, TableType: fsm.TableManaged, Location: st.Location,
-		StorageCredentials: []storageCredential{s.credentialFor(st.Location, "READ_WRITE")},
+		StorageCredentials: []storageCredential{cred},
 		RequiredProtocol:   deltaProtocol{MinReaderVersion: &minR, MinWriterVersion: &minW, ReaderFeatures: reader, WriterFeatures: writer},
 		SuggestedProtocol: deltaProtocol{ReaderFeatures: []string{"columnMapping"},
 			WriterFeatures: []string{"columnMapping", "domainMetadata", "rowTracking"}},
@@ -154,7 +159,11 @@ func (s *Server) createStagingTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.stagingResponse(res.Staging))
+	cred, err := s.credentialFor(c.Request().Context(), res.Staging.Location, "READ_WRITE")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.stagingResponse(res.Staging, cred))
 }
 
 func (s *Server) stagingCredentials(c echo.Context) error {
@@ -170,7 +179,7 @@ func (s *Server) stagingCredentials(c echo.Context) error {
 	if !ok {
 		return fsm.Errf(fsm.CodeStagingNotFound, "Staging table not found with id: %s", id)
 	}
-	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{s.credentialFor(stg.Location, "READ_WRITE")}})
+	return s.credentialsJSON(c, stg.Location, "READ_WRITE")
 }
 
 // loadResponse renders a table as the Delta API's load answer.
@@ -245,7 +254,7 @@ func (s *Server) updateDeltaTable(c echo.Context) error {
 	}
 	cmd.Stamp = stamp(c)
 	cmd.CatalogName, cmd.SchemaName, cmd.Name = c.Param("catalog"), c.Param("schema"), c.Param("table")
-	s.decidePurgedReplay(cmd)
+	s.decidePurgedReplay(c.Request().Context(), cmd)
 	res, err := s.propose(c, cmd)
 	if err != nil {
 		return err
@@ -257,7 +266,7 @@ func (s *Server) updateDeltaTable(c echo.Context) error {
 // files of a commit whose version the log no longer tracks (files are
 // immutable, so the verdict stays true). The FSM decides with it; without
 // one it answers "unknown, retry".
-func (s *Server) decidePurgedReplay(cmd *fsm.UpdateTable) {
+func (s *Server) decidePurgedReplay(ctx context.Context, cmd *fsm.UpdateTable) {
 	if cmd.AddCommit == nil {
 		return
 	}
@@ -267,7 +276,8 @@ func (s *Server) decidePurgedReplay(cmd *fsm.UpdateTable) {
 		return
 	}
 	v := cmd.AddCommit.Commit.Version
-	same, err := storage.SameFile(t.Location, publishedName(v), "_delta_log/_staged_commits/"+cmd.AddCommit.Commit.FileName)
+	same, err := s.sameObjects(ctx, storage.Join(t.Location, publishedName(v)),
+		storage.Join(t.Location, "_delta_log/_staged_commits/"+cmd.AddCommit.Commit.FileName))
 	switch {
 	case err != nil:
 		s.log.Warn("cannot compare commit files for a purged version", "table", t.FullName(), "version", v, "err", err)
@@ -277,6 +287,17 @@ func (s *Server) decidePurgedReplay(cmd *fsm.UpdateTable) {
 	default:
 		cmd.AddCommit.PurgedReplay = fsm.ReplayDifferent
 	}
+}
+
+// sameObjects compares two table files through the object store, giving
+// up after objectReadTimeout.
+func (s *Server) sameObjects(ctx context.Context, a, b string) (bool, error) {
+	if s.cfg.Objects == nil {
+		return false, errors.New("no object store configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, objectReadTimeout)
+	defer cancel()
+	return storage.SameContent(ctx, s.cfg.Objects, a, b)
 }
 
 func (s *Server) deleteDeltaTable(c echo.Context) error {
@@ -316,7 +337,15 @@ func (s *Server) tableCredentials(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{s.credentialFor(t.Location, op)}})
+	return s.credentialsJSON(c, t.Location, op)
+}
+
+func (s *Server) credentialsJSON(c echo.Context, loc, op string) error {
+	cred, err := s.credentialFor(c.Request().Context(), loc, op)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{cred}})
 }
 
 func (s *Server) reportMetrics(c echo.Context) error {

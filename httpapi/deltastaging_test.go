@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/internal/testcluster"
+	"github.com/raftcat/raftcat/storage"
 )
 
 func TestDeltaConfigAndStaging(t *testing.T) {
@@ -307,7 +307,7 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 // table gets them, and only S3 keys, with an expiry; a file:// table none.
 func TestCloudCredentialsAreVended(t *testing.T) {
 	t.Parallel()
-	nodes := testcluster.Start(t, 1, testcluster.Options{Credentials: httpapi.StaticCredentials{
+	nodes := testcluster.Start(t, 1, testcluster.Options{Credentials: storage.StaticCredentials{
 		S3AccessKeyID: "AKIDEXAMPLE", S3SecretAccessKey: "secret", GCSOAuthToken: "gcs-token"}})
 	a := &api{t: t, base: nodes[0].URL}
 	t.Run("table credentials for s3", func(t *testing.T) { // UC Delta case 36

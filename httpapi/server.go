@@ -47,9 +47,21 @@ type Cluster interface {
 type Config struct {
 	MaxBodyBytes int64         // requests above this are refused with 413 (0: 8 MiB)
 	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
-	Credentials  StaticCredentials
+	Credentials  CredentialVendor
 	Logger       *slog.Logger
 	Pprof        bool // serve net/http/pprof under /debug/pprof/
+
+	// Objects reads table files for the purged-version replay check (nil:
+	// such replays answer "unknown, retry"). Credentials vend what clients
+	// get for a location (nil: nothing; they use their ambient ones).
+	Objects ObjectReader
+}
+
+// ObjectReader reads the table files the catalog itself compares (the
+// published and staged commit of a purged-version replay), named by full
+// location URL; storage.Blobs is one.
+type ObjectReader interface {
+	Read(ctx context.Context, location string) ([]byte, error)
 }
 
 // Headers raftcat adds to or reads from requests.

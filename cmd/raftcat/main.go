@@ -18,6 +18,7 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/storage"
 )
 
 const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalog Delta API.
@@ -130,7 +131,10 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials, Logger: log, Pprof: cfg.Pprof})
+	objects := storage.NewBlobs(cfg.Objects)
+	defer objects.Close()
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials,
+		Objects: objects, Logger: log, Pprof: cfg.Pprof})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

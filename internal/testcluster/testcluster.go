@@ -17,6 +17,7 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/storage"
 )
 
 // Node is one running in-process node.
@@ -31,7 +32,8 @@ type Node struct {
 	up   bool
 
 	leaderWait time.Duration
-	creds      httpapi.StaticCredentials
+	creds      storage.StaticCredentials
+	objects    *storage.Blobs
 }
 
 // Options tune a test cluster.
@@ -41,7 +43,7 @@ type Options struct {
 	// LeaderWait is how long a request waits for a leader before 503 (0: 1s).
 	LeaderWait time.Duration
 	// Credentials are vended for cloud table locations.
-	Credentials httpapi.StaticCredentials
+	Credentials storage.StaticCredentials
 	// Raft snapshot tuning (0: raft defaults).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -134,7 +136,8 @@ func (nd *Node) start() error {
 	// Restarts must come back on the same addresses: raft's configuration
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
-	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds})
+	nd.objects = storage.NewBlobs(storage.BlobOptions{})
+	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds, Objects: nd.objects})
 	nd.srv = &http.Server{Handler: nd.api.Handler()}
 	go nd.srv.Serve(ln)
 	nd.up = true
@@ -151,6 +154,7 @@ func (nd *Node) Stop() {
 	defer cancel()
 	_ = nd.api.Shutdown(ctx, nd.srv)
 	_ = nd.Node.Shutdown()
+	_ = nd.objects.Close()
 }
 
 // Restart starts a stopped node again with its data dir and addresses.
