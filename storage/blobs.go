@@ -128,7 +128,7 @@ func (b *Blobs) Write(ctx context.Context, loc string, data []byte) error {
 		return err
 	}
 	err = bk.WriteAll(ctx, ref.key, data, &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
-	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+	if code := gcerrors.Code(err); code == gcerrors.FailedPrecondition || code == gcerrors.AlreadyExists {
 		return fmt.Errorf("write %s: %w", loc, ErrExists)
 	}
 	if err != nil {
