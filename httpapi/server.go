@@ -128,6 +128,9 @@ func (s *Server) Node() DataPath { return s.cluster }
 // Logger is the server's logger, for protocols to log with.
 func (s *Server) Logger() *slog.Logger { return s.log }
 
+// Routes lists every route the mounted protocols serve.
+func (s *Server) Routes() []*echo.Route { return s.e.Routes() }
+
 // RelayStats counts the requests followers relayed to this node.
 func (s *Server) RelayStats() relay.Stats { return s.relay.Stats() }
 

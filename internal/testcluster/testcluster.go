@@ -7,6 +7,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"github.com/labstack/echo/v4"
 	"io"
 	"log/slog"
 	"net"
@@ -173,6 +174,9 @@ func (nd *Node) Restart(t testing.TB, join ...string) {
 
 // Up reports whether the node is running.
 func (nd *Node) Up() bool { return nd.up }
+
+// Routes lists every route the node serves.
+func (nd *Node) Routes() []*echo.Route { return nd.api.Routes() }
 
 // MarkStopped records that the node stopped by itself (it left the
 // cluster): Stop and Restart then treat it as down.
