@@ -40,6 +40,9 @@ type nodeMeta struct {
 	// that long before starting raft, and refuses votes for twice as long
 	// after a heartbeat (0: read leases off). See readLease.
 	LeaseNs int64 `json:"lease_ns,omitempty"`
+	// Rules is the highest validation rules level (fsm.Rules*) this node
+	// applies; see Node.Rules.
+	Rules uint16 `json:"rules,omitempty"`
 }
 
 // Gossip status of a member.

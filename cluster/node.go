@@ -195,7 +195,7 @@ func (n *Node) openGossip() error {
 	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
 	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
 		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString(),
-		LeaseNs: int64(n.lease.duration)})
+		LeaseNs: int64(n.lease.duration), Rules: fsm.CurrentRules})
 	mc.Delegate, mc.Events = n.gossip, n.gossip
 	n.ml, err = memberlist.Create(mc)
 	if err != nil {
