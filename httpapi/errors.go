@@ -40,7 +40,7 @@ const unreachableText = "The catalog cluster has no reachable leader right now; 
 // sentinels are the non-domain errors with an answer of their own; a new
 // sentinel is one more entry. 503s among them invite a retry.
 var sentinels = []sentinel{
-	{errs: []error{clusterapi.ErrBadSnapshot, clusterapi.ErrLastVoter}, status: http.StatusBadRequest},
+	{errs: []error{clusterapi.ErrBadSnapshot, clusterapi.ErrLastVoter, clusterapi.ErrNoPeer}, status: http.StatusBadRequest},
 	{errs: []error{clusterapi.ErrUnknownServer}, status: http.StatusNotFound},
 	{errs: []error{clusterapi.ErrUnknownOutcome}, status: http.StatusServiceUnavailable, message: func(error) string {
 		return "The outcome of the request is unknown (leadership changed while it was being replicated); retry the identical request."
