@@ -96,7 +96,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	p := classify(err)
 	status, body := s.mappingOf(c.Request().URL.Path).Render(p)
 	if status >= 500 && status != http.StatusServiceUnavailable {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		s.logFailure(c, p, err)
 	}
 	if p.RetryAfter {
 		c.Response().Header().Set("Retry-After", "1")
