@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -19,6 +21,7 @@ var (
 	ErrBadSnapshot   = clusterapi.ErrBadSnapshot
 	ErrUnknownServer = clusterapi.ErrUnknownServer
 	ErrLastVoter     = clusterapi.ErrLastVoter
+	ErrNoPeer        = clusterapi.ErrNoPeer
 )
 
 // Done is closed once the node has stopped for good: after Shutdown, or
@@ -111,21 +114,72 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	if n.raft.State() != raft.Leader {
 		return ErrNotLeader
 	}
+	if err := n.checkTransferTarget(id); err != nil {
+		return err
+	}
 	var f raft.Future
 	n.lease.endForTerm() // followers will vote for the target despite their leader
 	if id == "" {
 		f = n.raft.LeadershipTransfer()
 	} else {
-		addr, ok := n.serverAddress(id)
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrUnknownServer, id)
-		}
+		addr, _ := n.serverAddress(id)
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), addr)
 	}
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("transfer leadership: %w", err)
+		return fmt.Errorf("transfer leadership: %w", mapMembershipError(err))
 	}
 	return n.WaitForLeader(ctx)
+}
+
+// checkTransferTarget refuses, before raft is asked, a transfer that
+// cannot happen: to an unknown node, to this node, to a non-voter, or,
+// without a target, when no other voter exists.
+func (n *Node) checkTransferTarget(id string) error {
+	if id == "" {
+		if len(n.voters(n.cfg.NodeID)) == 0 {
+			return fmt.Errorf("%w: %s is the cluster's only voter", ErrNoPeer, n.cfg.NodeID)
+		}
+		return nil
+	}
+	if _, ok := n.serverAddress(id); !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownServer, id)
+	}
+	if id == n.cfg.NodeID {
+		return fmt.Errorf("%w: %s is this node, which already leads", ErrNoPeer, id)
+	}
+	if !slices.Contains(n.voters(""), id) {
+		return fmt.Errorf("%w: %s is not a voter", ErrNoPeer, id)
+	}
+	return nil
+}
+
+// voters lists the voters of the latest configuration, except one id.
+func (n *Node) voters(except string) []string {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return nil
+	}
+	var ids []string
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.ID) != except {
+			ids = append(ids, string(s.ID))
+		}
+	}
+	return ids
+}
+
+// mapMembershipError maps the errors raft reports for membership changes
+// and transfers that the checks before them should have refused; raft
+// reports these two as plain text, and they can still surface when the
+// configuration changed in between.
+func mapMembershipError(err error) error {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "need at least one voter"):
+		return fmt.Errorf("%w: %v", ErrLastVoter, err)
+	case strings.Contains(msg, "cannot find peer"):
+		return fmt.Errorf("%w: %v", ErrNoPeer, err)
+	}
+	return mapRaftError(err)
 }
 
 func (n *Node) serverAddress(id string) (raft.ServerAddress, bool) {
@@ -151,13 +205,16 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if _, ok := n.serverAddress(id); !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownServer, id)
 	}
+	if others := n.voters(id); len(others) == 0 {
+		return fmt.Errorf("%w: removing %s would leave the cluster without voters", ErrLastVoter, id)
+	}
 	if m, ok := n.gossip.get(id); ok {
 		n.removedMu.Lock()
 		n.removed[m.meta.Boot] = true
 		n.removedMu.Unlock()
 	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
-		return mapRaftError(err)
+		return mapMembershipError(err)
 	}
 	n.log.Info("removed server from the cluster", "node", id)
 	return ctx.Err()
@@ -172,15 +229,7 @@ func (n *Node) wasRemoved(boot string) bool {
 // PrepareLeave readies this node to leave: it refuses when it is the only
 // voter, and hands leadership over first when it leads.
 func (n *Node) PrepareLeave(ctx context.Context) error {
-	voters := 0
-	if cf := n.raft.GetConfiguration(); cf.Error() == nil {
-		for _, s := range cf.Configuration().Servers {
-			if s.Suffrage == raft.Voter && string(s.ID) != n.cfg.NodeID {
-				voters++
-			}
-		}
-	}
-	if voters == 0 {
+	if len(n.voters(n.cfg.NodeID)) == 0 {
 		return ErrLastVoter
 	}
 	n.announceLeaving()

@@ -32,4 +32,7 @@ var (
 	ErrUnknownServer = errors.New("no such server in the raft configuration")
 	// ErrLastVoter means the request would leave the cluster without voters.
 	ErrLastVoter = errors.New("this node is the cluster's only voter")
+	// ErrNoPeer means leadership cannot be handed over: no other voter
+	// can take it.
+	ErrNoPeer = errors.New("no other voter to hand leadership to")
 )

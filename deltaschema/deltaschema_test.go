@@ -381,3 +381,41 @@ func TestParseSchemaStringLenient(t *testing.T) {
 		}
 	}
 }
+
+// Spark StructField documents (UC REST's type_json) are held to the same
+// rules as the UC wire form, with camelCase keys and the caller's paths.
+func TestParseSparkFields(t *testing.T) {
+	path := func(i int) string { return "columns[" + string(rune('0'+i)) + "].type_json" }
+	doc := func(s string) json.RawMessage { return json.RawMessage(s) }
+	s, err := ParseSparkFields([]json.RawMessage{
+		doc(`{"name":"id","type":"long","nullable":false,"metadata":{}}`),
+		doc(`{"name":"m","type":{"type":"map","keyType":"string","valueType":{"type":"array","elementType":"decimal(5,2)","containsNull":true},"valueContainsNull":false},"nullable":true,"metadata":{"comment":"c"}}`),
+	}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(s.Canonical()); !strings.Contains(got, `"value-type":{"type":"array","element-type":"decimal(5,2)"`) || len(s.Fields) != 2 {
+		t.Fatalf("canonical form %s", got)
+	}
+	bad := []struct {
+		docs []string
+		want string
+	}{
+		{[]string{`{"name":"w","type":"wibble","nullable":true,"metadata":{}}`}, "columns[0].type_json.type: Unsupported Delta primitive type: wibble"},
+		{[]string{`{"name":"a","type":{"type":"array","element-type":"long","contains-null":true},"nullable":true,"metadata":{}}`}, "columns[0].type_json.type.elementType is required."},
+		{[]string{`{"name":"a","type":"long","metadata":{}}`}, "columns[0].type_json.nullable is required."},
+		{[]string{`{"name":"a","type":"long","nullable":true}`}, "columns[0].type_json.metadata is required."},
+		{[]string{`{"name":"a","type":"long","nullable":true,"metadata":{}}`, `{"name":"A","type":"long","nullable":true,"metadata":{}}`}, "Duplicate field name (case-insensitive) in columns[1].type_json: A"},
+		{[]string{`"long"`}, "Cannot construct instance of DeltaStructField at columns[0].type_json"},
+		{[]string{`null`}, "columns[0].type_json is required."},
+	}
+	for _, b := range bad {
+		var docs []json.RawMessage
+		for _, d := range b.docs {
+			docs = append(docs, doc(d))
+		}
+		if _, err := ParseSparkFields(docs, path); err == nil || err.Error() != b.want {
+			t.Errorf("ParseSparkFields(%v) = %v, want %q", b.docs, err, b.want)
+		}
+	}
+}

@@ -71,6 +71,59 @@ func ParseSchemaString(s string) (*Struct, error) {
 	return st, nil
 }
 
+// ParseSparkFields validates Spark StructField JSON documents (camelCase
+// keys, as in a Delta log's schemaString; UC REST carries one per column
+// as type_json) as strictly as Parse validates the UC wire form, and
+// returns them as one struct, in the given order. Names are unique
+// case-insensitively across the documents. path(i) names document i in
+// error messages, e.g. "columns[2].type_json".
+func ParseSparkFields(docs []json.RawMessage, path func(i int) string) (*Struct, error) {
+	opt := options{keys: camelKeys}
+	s := &Struct{Fields: make([]Field, 0, len(docs))}
+	seen := make(map[string]bool, len(docs))
+	for i, doc := range docs {
+		f, err := parseField(path(i), doc, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkUnique(seen, f.Name, path(i)); err != nil {
+			return nil, err
+		}
+		s.Fields = append(s.Fields, f)
+	}
+	return s, nil
+}
+
+// parseField decodes and validates one field document.
+func parseField(path string, raw json.RawMessage, opt options) (Field, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return Field{}, required(path)
+	}
+	if !json.Valid(raw) {
+		return Field{}, cannotConstruct("DeltaStructField", path)
+	}
+	if err := jsonlimit.CheckDepth(raw, jsonlimit.MaxDepth+jsonlimit.Slack); err != nil {
+		return Field{}, fmt.Errorf("%s: %w", path, err)
+	}
+	rf, err := decodeField(raw, path, opt)
+	if err != nil {
+		return Field{}, err
+	}
+	return validateField(rf, path, opt)
+}
+
+// checkUnique records name among the names seen so far, refusing one
+// seen already (case-insensitively).
+func checkUnique(seen map[string]bool, name, path string) error {
+	lower := strings.ToLower(name)
+	if seen[lower] {
+		return fmt.Errorf("Duplicate field name (case-insensitive) in %s: %s", path, name)
+	}
+	seen[lower] = true
+	return nil
+}
+
 func parse(root string, raw json.RawMessage, opt options) (*Struct, error) {
 	raw = bytes.TrimSpace(raw)
 	if isNull(raw) {
@@ -334,11 +387,9 @@ func validateStruct(rs *rawStruct, path string, top bool, opt options) (*Struct,
 		if err != nil {
 			return nil, err
 		}
-		lower := strings.ToLower(f.Name)
-		if seen[lower] && !opt.lenient {
-			return nil, fmt.Errorf("Duplicate field name (case-insensitive) in %s: %s", fieldPath, f.Name)
+		if err := checkUnique(seen, f.Name, fieldPath); err != nil && !opt.lenient {
+			return nil, err
 		}
-		seen[lower] = true
 		s.Fields = append(s.Fields, f)
 	}
 	return s, nil

@@ -40,7 +40,7 @@ const unreachableText = "The catalog cluster has no reachable leader right now; 
 // sentinels are the non-domain errors with an answer of their own; a new
 // sentinel is one more entry. 503s among them invite a retry.
 var sentinels = []sentinel{
-	{errs: []error{clusterapi.ErrBadSnapshot, clusterapi.ErrLastVoter}, status: http.StatusBadRequest},
+	{errs: []error{clusterapi.ErrBadSnapshot, clusterapi.ErrLastVoter, clusterapi.ErrNoPeer}, status: http.StatusBadRequest},
 	{errs: []error{clusterapi.ErrUnknownServer}, status: http.StatusNotFound},
 	{errs: []error{clusterapi.ErrUnknownOutcome}, status: http.StatusServiceUnavailable, message: func(error) string {
 		return "The outcome of the request is unknown (leadership changed while it was being replicated); retry the identical request."
@@ -96,7 +96,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	p := classify(err)
 	status, body := s.mappingOf(c.Request().URL.Path).Render(p)
 	if status >= 500 && status != http.StatusServiceUnavailable {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		s.logFailure(c, p, err)
 	}
 	if p.RetryAfter {
 		c.Response().Header().Set("Retry-After", "1")

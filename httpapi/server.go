@@ -95,6 +95,7 @@ type Server struct {
 	cluster DataPath
 	cfg     Config
 	log     *slog.Logger
+	failLog *slog.Logger // server errors clients provoke at will, throttled
 	proxy   *leaderProxy
 	relay   *relay.Server // serves requests followers relay to this node
 	groups  []Group       // registered with Mount, longest prefix first
@@ -113,6 +114,7 @@ func New(c DataPath, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
+	s.failLog = Throttled(s.log, FailureLogInterval, "code", "path")
 	s.proxy = newLeaderProxy(s)
 	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20, FrameTimeout: cfg.FrameTimeout}
 	s.e.HideBanner, s.e.HidePort = true, true

@@ -55,13 +55,16 @@ type ObjectReader interface {
 type Server struct {
 	core *httpapi.Server
 	cfg  Config
-	log  *slog.Logger
+	// log writes a message about one table at most once a minute (records
+	// with a "table" attribute): a client can provoke some of them, such
+	// as the failed comparison of a purged commit's files, at will.
+	log *slog.Logger
 }
 
 // Register mounts the Delta API on the core. Every request goes to the
 // leader (stale reads excepted).
 func Register(core *httpapi.Server, cfg Config) *Server {
-	s := &Server{core: core, cfg: cfg, log: core.Logger()}
+	s := &Server{core: core, cfg: cfg, log: httpapi.Throttled(core.Logger(), httpapi.FailureLogInterval, "table")}
 	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	g.GET("/config", s.deltaConfig)
 	g.POST("/catalogs/:catalog/schemas/:schema/staging-tables", httpapi.Write(core, buildStagingTable, nil, s.stagingAnswer))

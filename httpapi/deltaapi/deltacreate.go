@@ -1,6 +1,8 @@
 package deltaapi
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -64,6 +66,12 @@ func buildCreate(req *createTableRequest, found bool) (*fsm.CreateTable, error) 
 			return nil, cerr
 		}
 	}
+	if err := checkDeltaVersions(req.Protocol, "protocol"); err != nil {
+		return nil, err
+	}
+	if err := refuseNulls(nullKeys, "properties"); err != nil {
+		return nil, err
+	}
 	location, err := storage.Normalize(*req.Location)
 	if err != nil {
 		return nil, invalid("Invalid table location: %v", err)
@@ -102,6 +110,30 @@ func splitNullProperties(in map[string]*string) (map[string]string, map[string]b
 		props[k] = *v
 	}
 	return props, nulls
+}
+
+// refuseNulls refuses JSON-null property values (after the managed
+// contract has had its say about required ones): a property's value is a
+// string. member names the request member in the message.
+func refuseNulls(nullKeys map[string]bool, member string) error {
+	if len(nullKeys) == 0 {
+		return nil
+	}
+	k := slices.Min(slices.Collect(maps.Keys(nullKeys)))
+	return invalid("%s['%s'] must be a string, not null.", member, k)
+}
+
+// checkDeltaVersions refuses negative reader and writer versions (the
+// managed contract checks its own minimums first); path names the
+// protocol in the request.
+func checkDeltaVersions(p *deltaProtocol, path string) error {
+	if p.MinReaderVersion != nil && *p.MinReaderVersion < 0 {
+		return invalid("%s.min-reader-version must not be negative, got %d.", path, *p.MinReaderVersion)
+	}
+	if p.MinWriterVersion != nil && *p.MinWriterVersion < 0 {
+		return invalid("%s.min-writer-version must not be negative, got %d.", path, *p.MinWriterVersion)
+	}
+	return nil
 }
 
 // checkCreateUniform applies the create-time UniForm rules.

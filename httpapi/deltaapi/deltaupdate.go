@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
@@ -148,6 +149,9 @@ func translateAction(cmd *fsm.UpdateTable, u *tableUpdate) error {
 			return invalid("set-latest-backfilled-version requires latest-published-version.")
 		}
 		v := *u.LatestPublishedVersion
+		if v < 0 {
+			return invalid("set-latest-backfilled-version requires a non-negative latest-published-version, got %d.", v)
+		}
 		cmd.SetLatestBackfilled = &v
 	case actSetProperties:
 		props, err := decodeStringMap(u.Updates, "set-properties requires an updates map.")
@@ -163,6 +167,9 @@ func translateAction(cmd *fsm.UpdateTable, u *tableUpdate) error {
 	case actSetProtocol:
 		if u.Protocol == nil {
 			return invalid("set-protocol requires a protocol.")
+		}
+		if err := checkDeltaVersions(u.Protocol, "protocol"); err != nil {
+			return err
 		}
 		p := u.Protocol.toFSM()
 		cmd.SetProtocol = &p
@@ -206,11 +213,15 @@ func decodeStringMap(raw json.RawMessage, missing string) (map[string]string, er
 	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil, invalid("%s", missing)
 	}
-	var m map[string]string
+	var m map[string]*string
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, invalid("Invalid JSON: updates must be an object of string values: %v", err)
 	}
-	return m, nil
+	props, nullKeys := splitNullProperties(m)
+	if err := refuseNulls(nullKeys, "set-properties updates"); err != nil {
+		return nil, err
+	}
+	return props, nil
 }
 
 func translateSetColumns(cmd *fsm.UpdateTable, u *tableUpdate) error {
@@ -297,6 +308,9 @@ func checkCommit(c *deltaCommit) (fsm.Commit, error) {
 	name := *c.FileName
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return out, invalid("Field must be a single file name without path separators: file_name")
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return out, invalid("Field must not contain control characters: file_name")
 	}
 	out.FileName = name
 	if out.FileSize, err = positive(c.FileSize, "file_size"); err != nil {

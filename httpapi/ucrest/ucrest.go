@@ -6,7 +6,9 @@ package ucrest
 
 import (
 	"encoding/base64"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,11 +147,11 @@ func (s *server) metastoreSummary(c echo.Context) error {
 }
 
 type createContainerReq struct {
-	Name        *string           `json:"name"`
-	CatalogName *string           `json:"catalog_name"`
-	Comment     string            `json:"comment"`
-	Properties  map[string]string `json:"properties"`
-	StorageRoot string            `json:"storage_root"`
+	Name        *string            `json:"name"`
+	CatalogName *string            `json:"catalog_name"`
+	Comment     string             `json:"comment"`
+	Properties  map[string]*string `json:"properties"`
+	StorageRoot string             `json:"storage_root"`
 }
 
 func normalizeRoot(root string) (string, error) {
@@ -172,8 +174,12 @@ func buildCreateCatalog(in *httpapi.In[createContainerReq]) (*fsm.CreateCatalog,
 	if err != nil {
 		return nil, err
 	}
+	props, err := properties(in.Body.Properties)
+	if err != nil {
+		return nil, err
+	}
 	return &fsm.CreateCatalog{Stamp: in.Stamp, ID: uuid.NewString(), Name: name,
-		Comment: in.Body.Comment, Properties: in.Body.Properties, StorageRoot: root}, nil
+		Comment: in.Body.Comment, Properties: props, StorageRoot: root}, nil
 }
 
 // page reads max_results and page_token. Tokens are the last name returned.
@@ -241,24 +247,54 @@ func (s *server) getCatalog(c echo.Context) error {
 }
 
 type updateContainerReq struct {
-	Comment    *string            `json:"comment"`
-	Properties *map[string]string `json:"properties"`
-	NewName    string             `json:"new_name"`
+	Comment    *string             `json:"comment"`
+	Properties *map[string]*string `json:"properties"`
+	NewName    string              `json:"new_name"`
 }
 
-func checkUpdate(req updateContainerReq) error {
+// checkUpdate checks an update request and returns its properties
+// (nil when the request leaves them alone).
+func checkUpdate(req updateContainerReq) (*map[string]string, error) {
 	if req.NewName != "" {
-		return httpapi.CheckName(req.NewName)
+		if err := httpapi.CheckName(req.NewName); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	if req.Properties == nil {
+		return nil, nil
+	}
+	props, err := properties(*req.Properties)
+	if err != nil {
+		return nil, err
+	}
+	return &props, nil
+}
+
+// properties returns a request's properties, refusing JSON null values:
+// a property's value is a string, and a null would otherwise be stored
+// as "".
+func properties(in map[string]*string) (map[string]string, error) {
+	if in == nil {
+		return nil, nil
+	}
+	keys := slices.Sorted(maps.Keys(in))
+	out := make(map[string]string, len(in))
+	for _, k := range keys {
+		if in[k] == nil {
+			return nil, httpapi.Invalid("properties['%s'] must be a string, not null.", k)
+		}
+		out[k] = *in[k]
+	}
+	return out, nil
 }
 
 func buildUpdateCatalog(in *httpapi.In[updateContainerReq]) (*fsm.UpdateCatalog, error) {
-	if err := checkUpdate(in.Body); err != nil {
+	props, err := checkUpdate(in.Body)
+	if err != nil {
 		return nil, err
 	}
 	return &fsm.UpdateCatalog{Stamp: in.Stamp, Name: in.Param("name"), NewName: in.Body.NewName,
-		Comment: in.Body.Comment, Properties: in.Body.Properties}, nil
+		Comment: in.Body.Comment, Properties: props}, nil
 }
 
 func forceParam(c echo.Context) (bool, error) { return httpapi.BoolParam(c, "force", false) }
@@ -284,8 +320,12 @@ func buildCreateSchema(in *httpapi.In[createContainerReq]) (*fsm.CreateSchema, e
 	if err != nil {
 		return nil, err
 	}
+	props, err := properties(in.Body.Properties)
+	if err != nil {
+		return nil, err
+	}
 	return &fsm.CreateSchema{Stamp: in.Stamp, ID: uuid.NewString(), CatalogName: catalog,
-		Name: name, Comment: in.Body.Comment, Properties: in.Body.Properties, StorageRoot: root}, nil
+		Name: name, Comment: in.Body.Comment, Properties: props, StorageRoot: root}, nil
 }
 
 func (s *server) listSchemas(c echo.Context) error {
@@ -346,11 +386,12 @@ func buildUpdateSchema(in *httpapi.In[updateContainerReq]) (*fsm.UpdateSchema, e
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUpdate(in.Body); err != nil {
+	props, err := checkUpdate(in.Body)
+	if err != nil {
 		return nil, err
 	}
 	return &fsm.UpdateSchema{Stamp: in.Stamp, CatalogName: parts[0], Name: parts[1],
-		NewName: in.Body.NewName, Comment: in.Body.Comment, Properties: in.Body.Properties}, nil
+		NewName: in.Body.NewName, Comment: in.Body.Comment, Properties: props}, nil
 }
 
 func buildDeleteSchema(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteSchema, error) {

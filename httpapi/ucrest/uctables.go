@@ -2,6 +2,7 @@ package ucrest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -30,15 +31,15 @@ type ucColumn struct {
 }
 
 type ucCreateTable struct {
-	Name             *string           `json:"name"`
-	CatalogName      *string           `json:"catalog_name"`
-	SchemaName       *string           `json:"schema_name"`
-	TableType        string            `json:"table_type"`
-	DataSourceFormat string            `json:"data_source_format"`
-	Columns          []ucColumn        `json:"columns"`
-	StorageLocation  string            `json:"storage_location"`
-	Comment          *string           `json:"comment"`
-	Properties       map[string]string `json:"properties"`
+	Name             *string            `json:"name"`
+	CatalogName      *string            `json:"catalog_name"`
+	SchemaName       *string            `json:"schema_name"`
+	TableType        string             `json:"table_type"`
+	DataSourceFormat string             `json:"data_source_format"`
+	Columns          []ucColumn         `json:"columns"`
+	StorageLocation  string             `json:"storage_location"`
+	Comment          *string            `json:"comment"`
+	Properties       map[string]*string `json:"properties"`
 }
 
 // buildCreateTable registers an EXTERNAL table of any format through UC
@@ -91,52 +92,76 @@ func buildUCCreate(req *ucCreateTable) (*fsm.CreateTable, error) {
 	if err != nil {
 		return nil, err
 	}
+	props, err := properties(req.Properties)
+	if err != nil {
+		return nil, err
+	}
 	return &fsm.CreateTable{CatalogName: catalog, SchemaName: schema, Name: name, Format: format,
 		TableType: fsm.TableExternal, Location: loc, Columns: fsm.ColumnsSpec{Columns: cols.Canonical(), Names: cols.TopLevelNames()},
-		PartitionColumns: partitions, Properties: req.Properties, Comment: req.Comment, PlainProperties: true}, nil
+		PartitionColumns: partitions, Properties: props, Comment: req.Comment, PlainProperties: true}, nil
 }
 
 // ucColumns turns UC REST columns (each carrying its Spark StructField
-// JSON in type_json) into a struct type and the partition columns in
-// partition_index order.
+// JSON in type_json) into a struct type, in position order, and the
+// partition columns in partition_index order. type_json is validated as
+// strictly as the Delta API validates columns, so whatever is stored here
+// reads back: the verdict is the same on both paths.
 func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
-	cols := slices.Clone(in)
-	slices.SortStableFunc(cols, func(a, b ucColumn) int { return deref(a.Position) - deref(b.Position) })
-	fields := make([]json.RawMessage, 0, len(cols))
-	type part struct {
-		name  string
-		index int
-	}
-	var parts []part
-	for i, col := range cols {
-		if col.Name == nil || *col.Name == "" {
-			return nil, nil, httpapi.Invalid("columns[%d].name is required.", i)
-		}
-		if col.TypeJSON == nil || *col.TypeJSON == "" {
-			return nil, nil, httpapi.Invalid("columns[%d].type_json is required.", i)
-		}
-		if err := jsonlimit.Check([]byte(*col.TypeJSON)); err != nil {
-			return nil, nil, httpapi.Invalid("Invalid columns[%d].type_json: %v", i, err)
-		}
-		fields = append(fields, json.RawMessage(*col.TypeJSON))
-		if col.PartitionIndex != nil {
-			parts = append(parts, part{*col.Name, *col.PartitionIndex})
+	for i, col := range in {
+		if err := checkColumn(i, col); err != nil {
+			return nil, nil, err
 		}
 	}
-	schemaString, err := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	order := make([]int, len(in)) // request indexes, in position order
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return deref(in[a].Position) - deref(in[b].Position) })
+	docs := make([]json.RawMessage, len(order))
+	for k, i := range order {
+		docs[k] = json.RawMessage(*in[i].TypeJSON)
+	}
+	st, err := deltaschema.ParseSparkFields(docs, func(k int) string { return fmt.Sprintf("columns[%d].type_json", order[k]) })
 	if err != nil {
-		return nil, nil, httpapi.Invalid("Invalid columns: type_json is not valid JSON")
+		return nil, nil, httpapi.Invalid("%s", err.Error())
 	}
-	st, err := deltaschema.ParseSchemaString(string(schemaString))
-	if err != nil {
-		return nil, nil, httpapi.Invalid("Invalid columns: %v", err)
+	for k, i := range order {
+		if got := st.Fields[k].Name; got != *in[i].Name {
+			return nil, nil, httpapi.Invalid("columns[%d].name '%s' does not match the name in columns[%d].type_json: '%s'.", i, *in[i].Name, i, got)
+		}
 	}
-	slices.SortStableFunc(parts, func(a, b part) int { return a.index - b.index })
-	partitions := make([]string, len(parts))
-	for i, p := range parts {
-		partitions[i] = p.name
+	return st, partitionNames(in, order), nil
+}
+
+// checkColumn checks what a column needs before its type_json is parsed.
+func checkColumn(i int, col ucColumn) error {
+	if col.Name == nil || *col.Name == "" {
+		return httpapi.Invalid("columns[%d].name is required.", i)
 	}
-	return st, partitions, nil
+	if col.TypeJSON == nil || *col.TypeJSON == "" {
+		return httpapi.Invalid("columns[%d].type_json is required.", i)
+	}
+	if err := jsonlimit.Check([]byte(*col.TypeJSON)); err != nil {
+		return httpapi.Invalid("Invalid columns[%d].type_json: %v", i, err)
+	}
+	return nil
+}
+
+// partitionNames lists the names of the columns with a partition_index,
+// in that index's order (ties in position order).
+func partitionNames(in []ucColumn, order []int) []string {
+	var parts []int
+	for _, i := range order {
+		if in[i].PartitionIndex != nil {
+			parts = append(parts, i)
+		}
+	}
+	slices.SortStableFunc(parts, func(a, b int) int { return *in[a].PartitionIndex - *in[b].PartitionIndex })
+	names := make([]string, len(parts))
+	for k, i := range parts {
+		names[k] = *in[i].Name
+	}
+	return names
 }
 
 func deref(p *int) int {
