@@ -149,7 +149,7 @@ func runNode(cfg Config, log *slog.Logger) error {
 		Delta: deltaapi.Config{Credentials: cfg.Credentials}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
 	log.Info("serving HTTP", "http_addr", ln.Addr().String(), "storage_root", cfg.StorageRoot)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
