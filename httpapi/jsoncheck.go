@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
@@ -45,8 +46,15 @@ func checkBody(b []byte) error {
 	if !utf8.Valid(b) {
 		return Invalid("The JSON request body is not valid UTF-8 (at offset %d).", invalidUTF8At(b))
 	}
-	sc := keyScanner{body: b}
-	return sc.scan()
+	sc := scanners.Get().(*keyScanner)
+	sc.body, sc.frames, sc.keys = b, sc.frames[:0], sc.keys[:0]
+	err := sc.scan()
+	clear(sc.keys[:cap(sc.keys)])
+	sc.body = nil
+	if cap(sc.frames) <= 64 && cap(sc.keys) <= 256 { // keep only small ones
+		scanners.Put(sc)
+	}
+	return err
 }
 
 func invalidUTF8At(b []byte) int {
@@ -67,6 +75,11 @@ type keyScanner struct {
 	frames []frame
 	keys   [][]byte // keys of the open objects, frame by frame
 }
+
+// scanners are reused: checking a small body then allocates nothing.
+var scanners = sync.Pool{New: func() any {
+	return &keyScanner{frames: make([]frame, 0, 8), keys: make([][]byte, 0, 32)}
+}}
 
 // frame is one open array or object.
 type frame struct {
