@@ -120,8 +120,9 @@ func TestFastWrongMethodIs405(t *testing.T) {
 
 // A body that cannot be read (a malformed chunked encoding) is the same
 // 400 whichever node it reaches: read by the leader's handler, relayed or
-// forwarded by a follower, or streamed to the leader (a restore).
-func TestMalformedBodySameOnEveryNode(t *testing.T) {
+// forwarded by a follower, or streamed to the leader (a restore). So are
+// a wrong method and a refused request line.
+func TestEnvelopeSameOnEveryNode(t *testing.T) {
 	nodes := testcluster.Start(t, 3, testcluster.Options{})
 	leader := testcluster.Leader(t, nodes)
 	follower := testcluster.Followers(nodes, leader)[0]
@@ -134,6 +135,18 @@ func TestMalformedBodySameOnEveryNode(t *testing.T) {
 		if onLeader.status != 400 || onFollower.status != 400 || !bytes.Equal(onLeader.raw, onFollower.raw) {
 			t.Errorf("POST %s: leader %d %s, follower %d %s; want the same 400", p,
 				onLeader.status, onLeader.raw, onFollower.status, onFollower.raw)
+		}
+	}
+	for raw, status := range map[string]int{
+		"PUT " + apiPrefix + "/metastore_summary HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n": 405,
+		"TRACE " + deltaPrefix + "/config HTTP/1.1\r\nHost: x\r\n\r\n":                             405,
+		"GET " + apiPrefix + "/catalogs/%zz HTTP/1.1\r\nHost: x\r\n\r\n":                           400,
+	} {
+		onLeader, onFollower := rawExchange(t, leader.URL, raw), rawExchange(t, follower.URL, raw)
+		if onLeader.status != status || onFollower.status != status || !bytes.Equal(onLeader.raw, onFollower.raw) ||
+			onLeader.header.Get("Allow") != onFollower.header.Get("Allow") {
+			t.Errorf("%q: leader %d %s, follower %d %s; want the same %d", raw,
+				onLeader.status, onLeader.raw, onFollower.status, onFollower.raw, status)
 		}
 	}
 }

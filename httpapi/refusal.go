@@ -52,6 +52,9 @@ func (l *refusalListener) Accept() (net.Conn, error) {
 
 // refusalConn keeps the start of what was read since its last write, the
 // start of the request being read, to place a refusal in its protocol.
+// (A client that pipelines requests may have sent the refused one in the
+// same read as an earlier one; its answer then takes the envelope of the
+// first request of that read.)
 type refusalConn struct {
 	net.Conn
 	s       *Server
@@ -88,6 +91,15 @@ func (c *refusalConn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// CloseWrite half-closes the connection as the server does before it
+// stops reading a refused request (so the client sees the answer end).
+func (c *refusalConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // refusalStatus recognises an answer Go's server wrote itself.
