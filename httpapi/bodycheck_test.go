@@ -104,7 +104,12 @@ func TestFastLongInputNotEchoed(t *testing.T) {
 	check("GET table in missing catalog", a.do(http.MethodGet, apiPrefix+"/tables/"+mid+".default.t", nil))
 	check("GET delta table", a.do(http.MethodGet, tablePath("unity", "default", mid), nil))
 	check("GET delta table in missing schema", a.do(http.MethodGet, tablePath("unity", mid, "t"), nil))
-	// In bodies the messages come from the state machine: clipped whole.
+	// The state machine builds these messages: they are clipped whole,
+	// keeping their start.
+	r := a.do(http.MethodPost, stagingPath(mid, "default"), map[string]any{"name": "t"})
+	check("POST staging table in a missing catalog", r)
+	deltaErr(t, r, 404, "NoSuchCatalogException", "Catalog not found: mmmm", "…")
+
 	check("POST schema", a.do(http.MethodPost, apiPrefix+"/schemas", map[string]any{"name": "s", "catalog_name": long}))
 	check("POST table", a.do(http.MethodPost, apiPrefix+"/tables", map[string]any{"name": long, "catalog_name": "unity",
 		"schema_name": "default", "table_type": "EXTERNAL", "data_source_format": "DELTA", "storage_location": "file:///tmp/x/" + long}))
