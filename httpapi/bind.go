@@ -177,8 +177,6 @@ type bodyRecorder struct {
 	err error
 }
 
-const bodyRecorderKey = "raftcat.body"
-
 func (b *bodyRecorder) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && b.err == nil {
@@ -192,17 +190,16 @@ func recordBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.Body != nil && r.Body != http.NoBody {
-			rec := &bodyRecorder{ReadCloser: r.Body}
-			r.Body = rec
-			c.Set(bodyRecorderKey, rec)
+			r.Body = &bodyRecorder{ReadCloser: r.Body}
 		}
 		return next(c)
 	}
 }
 
-// bodyFailure is the error reading the request's body met, if any.
+// bodyFailure is the error reading the request's body met, if any. (A
+// handler that replaces the body does so after reading it whole.)
 func bodyFailure(c echo.Context) error {
-	if rec, ok := c.Get(bodyRecorderKey).(*bodyRecorder); ok && rec.err != nil {
+	if rec, ok := c.Request().Body.(*bodyRecorder); ok && rec.err != nil {
 		return bodyReadError(rec.err)
 	}
 	return nil
