@@ -112,11 +112,8 @@ func refusalStatus(p []byte) (int, bool) {
 	if err != nil || status < 400 {
 		return 0, false
 	}
-	line, _, found := bytes.Cut(rest, []byte(refusalHeaders))
-	if !found || bytes.ContainsAny(line, "\r\n") {
-		return 0, false
-	}
-	return status, true
+	eol := bytes.IndexByte(rest, '\r')
+	return status, eol >= 0 && bytes.HasPrefix(rest[eol:], []byte(refusalHeaders))
 }
 
 // requestPath is the path of the request line head starts with ("" when
