@@ -16,13 +16,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/fsm"
-	"github.com/raftcat/raftcat/internal/jsonlimit"
 	"github.com/raftcat/raftcat/storage"
 )
 
-// BindJSON decodes the request body into v. An empty body or `null`
-// yields found=false. Malformed JSON or a wrong type is a 400 naming the
-// offending field.
+// BindJSON decodes the request body into v; every protocol's bodies go
+// through it. An empty body or `null` yields found=false. A body sent as
+// anything but JSON is a 415 (see bodyMediaTypeOK); invalid UTF-8, a key
+// given twice in one object, and malformed JSON or a wrong type are 400s
+// naming the offset, key or field (see checkBody).
 func BindJSON(c echo.Context, v any) (found bool, err error) {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -32,8 +33,11 @@ func BindJSON(c echo.Context, v any) (found bool, err error) {
 	if len(body) == 0 || string(body) == "null" {
 		return false, nil
 	}
-	if err := jsonlimit.Check(body); err != nil {
-		return false, Invalid("Malformed JSON request body: %v", err)
+	if ct := c.Request().Header.Get(echo.HeaderContentType); !bodyMediaTypeOK(ct) {
+		return false, unsupportedMediaType(ct)
+	}
+	if err := checkBody(body); err != nil {
+		return false, err
 	}
 	if err := gojson.Unmarshal(body, v); err != nil {
 		return false, JSONError(err)
@@ -110,7 +114,7 @@ func unescapeParams(next echo.HandlerFunc) echo.HandlerFunc {
 		for i, v := range vals {
 			u, err := url.PathUnescape(v)
 			if err != nil {
-				return Invalid("Invalid path parameter %q: %v", v, err)
+				return Invalid("Invalid path parameter %q: %v", Clip(v), err)
 			}
 			vals[i] = u
 		}
@@ -147,7 +151,7 @@ func BoolParam(c echo.Context, name string, bare bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, Invalid("%s must be true or false, got %q", name, v)
+		return false, Invalid("%s must be true or false, got %q", name, Clip(v))
 	}
 	return b, nil
 }
@@ -156,10 +160,47 @@ func BoolParam(c echo.Context, name string, bare bool) (bool, error) {
 // managed storage.
 func CheckExternalLocation(loc string) error {
 	if storage.IsRoot(loc) {
-		return Invalid("External table storage location must include a non-empty path prefix: %s", loc)
+		return Invalid("External table storage location must include a non-empty path prefix: %s", Clip(loc))
 	}
 	if strings.Contains(loc, "__unitystorage") {
-		return Invalid("Input path '%s' contains managed storage prefix __unitystorage.", loc)
+		return Invalid("Input path '%s' contains managed storage prefix __unitystorage.", Clip(loc))
+	}
+	return nil
+}
+
+// bodyRecorder remembers the first error reading a request body met, so
+// that the request is answered for it (bodyReadError) whoever read the
+// body and whatever they made of the error: a handler, the leader's
+// restore, or the transport forwarding the body to the leader.
+type bodyRecorder struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *bodyRecorder) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// recordBody wraps the request body in a bodyRecorder.
+func recordBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &bodyRecorder{ReadCloser: r.Body}
+		}
+		return next(c)
+	}
+}
+
+// bodyFailure is the error reading the request's body met, if any. (A
+// handler that replaces the body does so after reading it whole.)
+func bodyFailure(c echo.Context) error {
+	if rec, ok := c.Request().Body.(*bodyRecorder); ok && rec.err != nil {
+		return bodyReadError(rec.err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -93,7 +94,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if berr := bodyFailure(c); berr != nil {
+		err = berr
+	}
 	p := classify(err)
+	p.Message = clipTo(p.Message, maxMessage)
 	status, body := s.mappingOf(c.Request().URL.Path).Render(p)
 	if status >= 500 && status != http.StatusServiceUnavailable {
 		s.logFailure(c, p, err)
@@ -129,3 +134,25 @@ func (unclaimed) Render(p Problem) (int, any) {
 
 // Invalid is a domain error of code CodeInvalid, a 400 in every protocol.
 func Invalid(format string, args ...any) error { return fsm.Invalidf(format, args...) }
+
+// clipAt is how much of a value taken from a request an error message
+// quotes; maxMessage is the longest message rendered whole.
+const (
+	clipAt     = 128
+	maxMessage = 1 << 10
+)
+
+// Clip shortens a value taken from a request for quoting in an error
+// message: at most its first 128 bytes (whole characters), then "…".
+func Clip(s string) string { return clipTo(s, clipAt) }
+
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -105,14 +105,14 @@ func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
 // missing level.
 func LookupTable(st *fsm.State, catalog, schema, name string) (*fsm.Table, error) {
 	if _, ok := st.Catalog(catalog); !ok {
-		return nil, fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
+		return nil, fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", Clip(catalog))
 	}
 	if _, ok := st.Schema(catalog, schema); !ok {
-		return nil, fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", catalog, schema)
+		return nil, fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", Clip(catalog), Clip(schema))
 	}
 	t, ok := st.Table(catalog, schema, name)
 	if !ok {
-		return nil, fsm.Errf(fsm.CodeTableNotFound, "Table not found: %s.%s.%s", catalog, schema, name)
+		return nil, fsm.Errf(fsm.CodeTableNotFound, "Table not found: %s.%s.%s", Clip(catalog), Clip(schema), Clip(name))
 	}
 	return t, nil
 }

@@ -40,13 +40,28 @@ type Group struct {
 // serves. A protocol's handlers translate only: reads take their state
 // from State, writes are built with Write, and errors are returned for
 // the group's mapping to render.
+//
+// The returned group has no middleware of its own: an Echo group with
+// middleware catches every path below its prefix, which turns a known
+// path with a wrong method into a 404 instead of a 405 with an Allow
+// header. A group's ToLeader is applied by groupToLeader instead.
 func (s *Server) Mount(g Group) *echo.Group {
 	s.groups = append(s.groups, g)
 	slices.SortStableFunc(s.groups, func(a, b Group) int { return cmp.Compare(len(b.Prefix), len(a.Prefix)) })
-	if g.ToLeader {
-		return s.e.Group(g.Prefix, s.ToLeader)
-	}
 	return s.e.Group(g.Prefix)
+}
+
+// groupToLeader sends the requests of groups mounted with ToLeader to the
+// leader, whatever the router made of them: an unknown path or a wrong
+// method is answered by the leader as well, so every node answers it alike.
+func (s *Server) groupToLeader(next echo.HandlerFunc) echo.HandlerFunc {
+	toLeader := s.ToLeader(next)
+	return func(c echo.Context) error {
+		if g, ok := s.groupOf(c.Request().URL.Path); ok && g.ToLeader {
+			return toLeader(c)
+		}
+		return next(c)
+	}
 }
 
 // groupOf returns the group that owns a path; ok is false when none does.

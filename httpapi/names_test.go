@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -113,4 +114,37 @@ func TestFastPercentEncodedPathParams(t *testing.T) {
 			t.Fatalf("GET /catalogs/%%75nity: status %d, want 200: %s", r.status, r.raw)
 		}
 	})
+}
+
+// Name rules are the same on every protocol (docs/compatibility.md,
+// "Names"): at most 255 characters, and names are case-sensitive and kept
+// as written, as in Unity Catalog's reference server: "Events" and
+// "events" are two names, and a lookup must spell the name as created.
+func TestFastNameRulesSameOnEveryProtocol(t *testing.T) {
+	t.Parallel()
+	a := startAPI(t)
+	const tooLong = "Name cannot be longer than 255 characters"
+	long := strings.Repeat("n", 256)
+	ucErr(t, a.do(http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": long}), 400, "INVALID_ARGUMENT", tooLong)
+	ucErr(t, a.do(http.MethodPost, apiPrefix+"/schemas", map[string]any{"name": long, "catalog_name": "unity"}), 400, "INVALID_ARGUMENT", tooLong)
+	deltaErr(t, a.do(http.MethodPost, stagingPath("unity", "default"), map[string]any{"name": long}), 400, "InvalidParameterValueException", tooLong)
+	a.ok(200, http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": strings.Repeat("n", 255)})
+
+	cat, sch := a.newSchema()
+	mixed := "Mixed_" + sch
+	a.createManaged(cat, sch, mixed)
+	if r := a.do(http.MethodGet, apiPrefix+"/tables/"+cat+"."+sch+"."+mixed, nil); r.status != 200 || dig(r.body, "name") != mixed {
+		t.Fatalf("UC REST GET %s: status %d, name %v: %s", mixed, r.status, dig(r.body, "name"), r.raw)
+	}
+	lower := strings.ToLower(mixed)
+	ucErr(t, a.do(http.MethodGet, apiPrefix+"/tables/"+cat+"."+sch+"."+lower, nil), 404, "NOT_FOUND")
+	deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, lower), nil), 404, "NoSuchTableException")
+	// The other spelling is another name: it can be created beside it.
+	a.createManaged(cat, sch, lower)
+	upperCat := "Cat_" + sch
+	a.ok(200, http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": upperCat})
+	if r := a.do(http.MethodGet, apiPrefix+"/catalogs/"+upperCat, nil); dig(r.body, "name") != upperCat {
+		t.Fatalf("catalog name not kept as written: %s", r.raw)
+	}
+	deltaErr(t, a.do(http.MethodPost, stagingPath(strings.ToLower(upperCat), "default"), map[string]any{"name": "t"}), 404, "NoSuchCatalogException")
 }

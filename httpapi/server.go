@@ -120,7 +120,7 @@ func New(c DataPath, cfg Config) *Server {
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
-	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit, unescapeParams)
+	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
 	return s
 }
 

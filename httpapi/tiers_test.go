@@ -51,7 +51,9 @@ func startAPIWith(t *testing.T, delta deltaapi.Config) *api {
 	core := httpapi.New(node, httpapi.Config{Logger: testLogger()})
 	ucrest.Register(core)
 	deltaapi.Register(core, delta)
-	srv := httptest.NewServer(core.Handler())
+	srv := httptest.NewUnstartedServer(core.Handler())
+	srv.Listener = core.Listener(srv.Listener)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	node.SetHTTPAddr(strings.TrimPrefix(srv.URL, "http://"))
 	return &api{t: t, base: srv.URL}

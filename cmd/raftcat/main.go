@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,7 +47,7 @@ Usage:
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
 followers forward to the leader.
 
-Run 'raftcat serve --help' for the node's flags. Every flag can also be set
+Run 'raftcat serve --help' for the node's flags ('raftcat --help' prints this). Every flag can also be set
 through an environment variable: --node-id is RAFTCAT_NODE_ID, and so on.
 `
 
@@ -56,7 +57,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	if len(args) > 0 && (isHelpFlag(args[0]) || len(args[0]) > 0 && args[0][0] != '-') {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -83,12 +84,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, "raftcat", cluster.Version)
 		return 0
-	case "help", "-h", "--help":
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if isHelpFlag(cmd) {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "raftcat: unknown command %q\n\n%s", cmd, usage)
 	return 2
+}
+
+// isHelpFlag reports whether a first argument asks for the usage: every
+// other dash-argument there is a flag of serve, the default command.
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// flagHelp is one flag's entry in serve's usage. The default is printed
+// once: a flag whose text already says what its default is ("(default:
+// --raft-addr)") gets no second one, and zero values are not printed.
+func flagHelp(f *flag.Flag) string {
+	line := fmt.Sprintf("  --%s [%s]\n    \t%s", f.Name, envName(f.Name), f.Usage)
+	switch f.DefValue {
+	case "", "0", "0s", "false":
+	default:
+		if !strings.Contains(f.Usage, "(default") {
+			line += fmt.Sprintf(" (default %q)", f.DefValue)
+		}
+	}
+	return line + "\n"
 }
 
 func serve(args []string, stderr io.Writer) int {
@@ -98,9 +122,7 @@ func serve(args []string, stderr io.Writer) int {
 	cfg.bindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat serve [flags]\n\nRuns one node. Start every node of a cluster with the same --bootstrap-expect\nand --join pointing at the others' gossip addresses; the cluster forms once\nthat many nodes see each other.\n\nFlags (environment variable in brackets):\n")
-		fs.VisitAll(func(f *flag.Flag) {
-			fmt.Fprintf(stderr, "  --%s [%s]\n    \t%s (default %q)\n", f.Name, envName(f.Name), f.Usage, f.DefValue)
-		})
+		fs.VisitAll(func(f *flag.Flag) { fmt.Fprint(stderr, flagHelp(f)) })
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -152,7 +174,7 @@ func runNode(cfg Config, log *slog.Logger) error {
 		Delta: deltaapi.Config{Credentials: cfg.Credentials, Objects: objects}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
 	log.Info("serving HTTP", "http_addr", ln.Addr().String(), "storage_root", cfg.StorageRoot)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -143,7 +143,7 @@ func (nd *Node) start() error {
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait})
 	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects}})
 	nd.srv = nd.api.HTTPServer()
-	go nd.srv.Serve(ln)
+	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
 	return nil
 }
