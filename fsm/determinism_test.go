@@ -377,9 +377,25 @@ func (g *logGen) step() {
 		}
 	case r < 98:
 		g.emitRaw(append([]byte{byte(fsm.IgnoreUnknownFlag | 0x70), 1}, `{"future":true}`...))
-	default:
+	case g.chance(50):
 		g.emit(&fsm.Init{Stamp: g.stamp(), MetastoreID: "again", StorageRoot: "s3://again"})
+	default:
+		g.nestedNamespaceCmd()
 	}
+}
+
+// nestedNamespaceCmd creates or deletes a namespace below a schema.
+func (g *logGen) nestedNamespaceCmd() {
+	cat, sch := g.schemaRef()
+	path := []string{cat, sch, g.name("n", 3)}
+	if g.chance(40) {
+		path = append(path, g.name("n", 2))
+	}
+	if g.chance(70) {
+		g.emit(&fsm.CreateNamespace{Stamp: g.stamp(), ID: g.id("ns"), Path: path})
+		return
+	}
+	g.emit(&fsm.DeleteNamespace{Stamp: g.stamp(), Path: path, Force: g.chance(50)})
 }
 
 func writeState(t testing.TB, st *fsm.State, index uint64) []byte {
