@@ -128,24 +128,10 @@ func applyUpdateCatalog(t *tx, _ uint64, c *UpdateCatalog) Result {
 		}
 		cat.Name = c.NewName
 		t.tree(catalogTree).Delete([]byte(c.Name))
-		moveCatalogChildren(t, c.Name, c.NewName)
+		t.moveBelow([]string{c.Name}, c.NewName)
 	}
 	t.putCatalog(&cat)
 	return Result{Catalog: &cat}
-}
-
-// moveCatalogChildren re-keys everything below a renamed catalog.
-func moveCatalogChildren(t *tx, from, to string) {
-	prefix := childPrefix([]string{from})
-	schemas := t.tree(schemaTree)
-	for _, k := range keysWithPrefix(schemas, prefix) {
-		v, _ := schemas.Delete(k)
-		s := *v.(*Schema)
-		s.CatalogName = to
-		t.putSchema(&s)
-	}
-	t.moveNested([]string{from}, 0, to)
-	t.moveTables(prefix, func(tb *Table) { tb.CatalogName = to })
 }
 
 func applyDeleteCatalog(t *tx, _ uint64, c *DeleteCatalog) Result {
@@ -157,7 +143,6 @@ func applyDeleteCatalog(t *tx, _ uint64, c *DeleteCatalog) Result {
 	if hasPrefix(t.tree(schemaTree), childPrefix(path)) && !c.Force {
 		return failed(Errf(CodeNotEmpty, "Cannot delete catalog with schemas: %s", c.Name))
 	}
-	t.tree(schemaTree).DeletePrefix(childPrefix(path))
 	t.deleteBelow(path)
 	t.tree(catalogTree).Delete([]byte(c.Name))
 	return Result{Catalog: cat}

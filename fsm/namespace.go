@@ -88,6 +88,7 @@ func init() {
 	registerCommand(CmdCreateNamespace, applyCreateNamespace)
 	registerCommand(CmdDeleteNamespace, applyDeleteNamespace)
 	registerRecord(RecordNamespace, treeRecord(nestedTree, nil, func(b *Builder, n *Namespace) { b.t.putNamespace(n) }))
+	registerChildren(nestedTree, renamedNamespace)
 }
 
 // Namespace returns the namespace at path: a catalog, a schema or a
@@ -220,8 +221,7 @@ func applyDeleteNamespace(t *tx, _ uint64, c *DeleteNamespace) Result {
 		return failed(err)
 	}
 	n, _ := get[*Namespace](t.tree(nestedTree), pathKey(c.Path))
-	below := childPrefix(c.Path)
-	if !c.Force && (hasPrefix(t.tree(nestedTree), below) || hasPrefix(t.tree(tableTree), below)) {
+	if !c.Force && t.hasChildren(c.Path) {
 		return failed(Errf(CodeNotEmpty, "Cannot delete non-empty namespace: %s", strings.Join(c.Path, ".")))
 	}
 	t.deleteBelow(c.Path)
@@ -229,22 +229,56 @@ func applyDeleteNamespace(t *tx, _ uint64, c *DeleteNamespace) Result {
 	return Result{Namespace: n}
 }
 
-// deleteBelow deletes every nested namespace and table below path.
-func (t *tx) deleteBelow(path []string) {
-	below := childPrefix(path)
-	t.tree(nestedTree).DeletePrefix(below)
-	t.tree(tableTree).DeletePrefix(below)
+// A child tree holds what lives in namespaces, keyed under their paths
+// (schemas, nested namespaces, tables). Deleting a namespace deletes its
+// children in every child tree; renaming one re-keys them.
+type childTree struct {
+	tree treeID
+	// renamed returns a copy of v, whose path element `level` is renamed to
+	// name, and its new key.
+	renamed func(v any, level int, name string) ([]byte, any)
 }
 
-// moveNested re-keys the nested namespaces below a renamed catalog
-// (level 0) or schema (level 1): path element `level` becomes `to`.
-func (t *tx) moveNested(from []string, level int, to string) {
-	tree := t.tree(nestedTree)
-	for _, k := range keysWithPrefix(tree, childPrefix(from)) {
-		v, _ := tree.Delete(k)
-		n := *v.(*Namespace)
-		n.Path = slices.Clone(n.Path)
-		n.Path[level] = to
-		t.putNamespace(&n)
+var childTrees []childTree
+
+// registerChildren declares a tree whose keys lie under namespace paths.
+func registerChildren(tree treeID, renamed func(v any, level int, name string) ([]byte, any)) {
+	childTrees = append(childTrees, childTree{tree: tree, renamed: renamed})
+}
+
+// hasChildren reports whether anything lives below path.
+func (t *tx) hasChildren(path []string) bool {
+	for _, c := range childTrees {
+		if hasPrefix(t.tree(c.tree), childPrefix(path)) {
+			return true
+		}
 	}
+	return false
+}
+
+// deleteBelow deletes everything below path.
+func (t *tx) deleteBelow(path []string) {
+	for _, c := range childTrees {
+		t.tree(c.tree).DeletePrefix(childPrefix(path))
+	}
+}
+
+// moveBelow re-keys everything below the namespace at path, which is
+// renamed to name.
+func (t *tx) moveBelow(path []string, name string) {
+	level := len(path) - 1
+	for _, c := range childTrees {
+		tree := t.tree(c.tree)
+		for _, k := range keysWithPrefix(tree, childPrefix(path)) {
+			v, _ := tree.Delete(k)
+			tree.Insert(c.renamed(v, level, name))
+		}
+	}
+}
+
+func renamedNamespace(v any, level int, name string) ([]byte, any) {
+	n := *v.(*Namespace)
+	n.Path = slices.Clone(n.Path)
+	n.Path[level] = name
+	return pathKey(n.Path), &n
 }

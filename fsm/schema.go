@@ -38,6 +38,7 @@ func init() {
 	registerCommand(CmdUpdateSchema, applyUpdateSchema)
 	registerCommand(CmdDeleteSchema, applyDeleteSchema)
 	registerRecord(RecordSchema, treeRecord(schemaTree, nil, func(b *Builder, s *Schema) { b.t.putSchema(s) }))
+	registerChildren(schemaTree, renamedSchema)
 }
 
 // CreateSchema creates a schema in a catalog.
@@ -87,6 +88,13 @@ func (s *State) Schemas(catalog, after string, limit int) []*Schema {
 
 func (t *tx) schema(catalog, name string) (*Schema, bool) {
 	return get[*Schema](t.tree(schemaTree), schemaKey(catalog, name))
+}
+
+// renamedSchema is a schema of a renamed catalog (level 0).
+func renamedSchema(v any, _ int, name string) ([]byte, any) {
+	s := *v.(*Schema)
+	s.CatalogName = name
+	return schemaKey(s.CatalogName, s.Name), &s
 }
 
 func (t *tx) putSchema(s *Schema) { t.tree(schemaTree).Insert(schemaKey(s.CatalogName, s.Name), s) }
@@ -139,9 +147,7 @@ func applyUpdateSchema(t *tx, _ uint64, c *UpdateSchema) Result {
 		}
 		s.Name = c.NewName
 		t.tree(schemaTree).Delete(schemaKey(c.CatalogName, c.Name))
-		from := []string{c.CatalogName, c.Name}
-		t.moveNested(from, 1, c.NewName)
-		t.moveTables(childPrefix(from), func(tb *Table) { tb.SchemaName = c.NewName })
+		t.moveBelow([]string{c.CatalogName, c.Name}, c.NewName)
 	}
 	t.putSchema(&s)
 	return Result{Schema: &s}
@@ -153,8 +159,7 @@ func applyDeleteSchema(t *tx, _ uint64, c *DeleteSchema) Result {
 		return failed(err)
 	}
 	path := []string{c.CatalogName, c.Name}
-	below := childPrefix(path)
-	if !c.Force && (hasPrefix(t.tree(tableTree), below) || hasPrefix(t.tree(nestedTree), below)) {
+	if !c.Force && t.hasChildren(path) {
 		return failed(Errf(CodeNotEmpty, "Cannot delete schema with tables: %s.%s", c.CatalogName, c.Name))
 	}
 	t.deleteBelow(path)

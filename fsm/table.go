@@ -121,6 +121,7 @@ func init() {
 	registerCommand(CmdDeleteTable, applyDeleteTable)
 	registerCommand(CmdRenameTable, applyRenameTable)
 	registerRecord(RecordTable, treeRecord(tableTree, decodeTable, putRestoredTable))
+	registerChildren(tableTree, renamedTable)
 }
 
 // tableLayout1 is a table record of layout 1, which kept the Delta state's
@@ -230,24 +231,29 @@ func (t *tx) table(catalog, schema, name string) (*Table, bool) {
 	return get[*Table](t.tree(tableTree), tableKey(catalog, schema, name))
 }
 
-func (t *tx) putTable(tb *Table) {
-	key := tableKey(tb.CatalogName, tb.SchemaName, tb.Name)
-	if len(tb.Subnamespace) > 0 {
-		key = tableKeyIn(tb.NamespacePath(), tb.Name)
+// key is the table's key: under its namespace path.
+func (t *Table) key() []byte {
+	if len(t.Subnamespace) > 0 {
+		return tableKeyIn(t.NamespacePath(), t.Name)
 	}
-	t.tree(tableTree).Insert(key, tb)
+	return tableKey(t.CatalogName, t.SchemaName, t.Name)
 }
 
-// moveTables re-keys every table under prefix after rename changed the
-// names of its namespace.
-func (t *tx) moveTables(prefix []byte, rename func(*Table)) {
-	tables := t.tree(tableTree)
-	for _, k := range keysWithPrefix(tables, prefix) {
-		v, _ := tables.Delete(k)
-		tb := v.(*Table).clone()
-		rename(tb)
-		t.putTable(tb)
+func (t *tx) putTable(tb *Table) { t.tree(tableTree).Insert(tb.key(), tb) }
+
+// renamedTable is a table below a renamed namespace.
+func renamedTable(v any, level int, name string) ([]byte, any) {
+	tb := v.(*Table).clone()
+	switch level {
+	case 0:
+		tb.CatalogName = name
+	case 1:
+		tb.SchemaName = name
+	default:
+		tb.Subnamespace = slices.Clone(tb.Subnamespace)
+		tb.Subnamespace[level-2] = name
 	}
+	return tb.key(), tb
 }
 
 // resolveTable looks up a table with the 404 of the first missing level.
