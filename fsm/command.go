@@ -10,11 +10,6 @@ import (
 // declared, with an explicit value, in the file of the object kind it
 // changes, and registered there (registerCommand); registering a value
 // twice stops the program at start-up.
-//
-// Taken: 1 Init (metastore.go); 2-4 catalogs (catalog.go); 5-7 schemas
-// (schema.go); 8 staging tables (staging.go); 9, 11, 12 tables (table.go);
-// 10 Delta table updates (delta_update.go); 13-14 nested namespaces
-// (namespace.go).
 type CommandType uint8
 
 // IgnoreUnknownFlag marks a command type that older replicas may skip.

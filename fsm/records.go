@@ -10,8 +10,7 @@ import (
 
 // Record kinds of the state's serialised form (snapshots, backups) are
 // append only. Each is declared and registered (registerRecord) in the
-// file of its object kind: 1 metastore, 2 catalog, 3 schema, 4 table,
-// 5 staging table, 6 nested namespace.
+// file of its object kind.
 
 // Record layouts: how the payloads of the record kinds are shaped. A
 // snapshot stream says which layout its records have; readers decode every
