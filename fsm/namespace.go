@@ -191,7 +191,8 @@ func (*CreateNamespace) Type() CommandType { return CmdCreateNamespace }
 func (*DeleteNamespace) Type() CommandType { return CmdDeleteNamespace }
 
 func nestedPathError(path []string) *Error {
-	if len(path) < nestedLevel || slices.Contains(path, "") {
+	bad := func(name string) bool { return name == "" || strings.Contains(name, sep) }
+	if len(path) < nestedLevel || slices.ContainsFunc(path, bad) {
 		return Invalidf("A nested namespace path needs a catalog, a schema and non-empty names below it: %q", path)
 	}
 	return nil

@@ -95,6 +95,7 @@ func TestNestedNamespaces(t *testing.T) {
 	e.fail(mk("nope", "default", "a"), fsm.CodeCatalogNotFound, "Catalog not found: nope")
 	e.fail(mk("unity", "default"), fsm.CodeInvalid, "nested namespace path")
 	e.fail(mk("unity", "default", ""), fsm.CodeInvalid, "nested namespace path")
+	e.fail(mk("unity", "default", "a\x00b"), fsm.CodeInvalid, "nested namespace path")
 
 	del := func(force bool, path ...string) *fsm.DeleteNamespace {
 		return &fsm.DeleteNamespace{Stamp: e.st(), Path: path, Force: force}
