@@ -25,8 +25,6 @@ const (
 	CodePermissionDenied                      // 403
 	CodeNotEmpty                              // 400: delete of a non-empty container without force
 	CodeCommitStateUnknown                    // 500: outcome cannot be decided yet; retry
-	CodeNamespaceNotFound                     // 404: a nested namespace
-	CodeNamespaceExists                       // 409 / 400
 )
 
 var codeNames = map[Code]string{
@@ -39,7 +37,6 @@ var codeNames = map[Code]string{
 	CodeResourceExhausted:     "resource-exhausted", CodeUnsupportedFormat: "unsupported-format",
 	CodePermissionDenied: "permission-denied", CodeNotEmpty: "not-empty",
 	CodeCommitStateUnknown: "commit-state-unknown",
-	CodeNamespaceNotFound:  "namespace-not-found", CodeNamespaceExists: "namespace-exists",
 }
 
 func (c Code) String() string {

@@ -163,14 +163,17 @@ func (t *tx) namespaceExists(path []string) *Error {
 	}
 	for i := nestedLevel; i <= len(path); i++ {
 		if _, ok := t.tree(nestedTree).Get(pathKey(path[:i])); !ok {
-			return Errf(CodeNamespaceNotFound, "Namespace not found: %s", strings.Join(path[:i], "."))
+			return Errf(CodeSchemaNotFound, "Namespace not found: %s", strings.Join(path[:i], "."))
 		}
 	}
 	return nil
 }
 
 // CreateNamespace creates a namespace below a schema (Path has at least
-// three names: catalog, schema and the new levels' names).
+// three names: catalog, schema and the new levels' names). A namespace
+// below a schema is missing or taken with the schema codes
+// (CodeSchemaNotFound, CodeSchemaExists), which every protocol maps to its
+// missing or existing namespace.
 type CreateNamespace struct {
 	Stamp
 	ID         string            `json:"id"`
@@ -206,7 +209,7 @@ func applyCreateNamespace(t *tx, _ uint64, c *CreateNamespace) Result {
 		return failed(err)
 	}
 	if _, ok := t.tree(nestedTree).Get(pathKey(c.Path)); ok {
-		return failed(Errf(CodeNamespaceExists, "Namespace already exists: %s", strings.Join(c.Path, ".")))
+		return failed(Errf(CodeSchemaExists, "Namespace already exists: %s", strings.Join(c.Path, ".")))
 	}
 	n := &Namespace{ID: c.ID, Path: slices.Clone(c.Path), Comment: c.Comment, Properties: maps.Clone(c.Properties),
 		Owner: c.Caller, CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time}

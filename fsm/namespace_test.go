@@ -89,8 +89,8 @@ func TestNestedNamespaces(t *testing.T) {
 	mk := func(path ...string) *fsm.CreateNamespace {
 		return &fsm.CreateNamespace{Stamp: e.st(), ID: "x", Path: path}
 	}
-	e.fail(mk("unity", "default", "a"), fsm.CodeNamespaceExists, "Namespace already exists: unity.default.a")
-	e.fail(mk("unity", "default", "zz", "b"), fsm.CodeNamespaceNotFound, "Namespace not found: unity.default.zz")
+	e.fail(mk("unity", "default", "a"), fsm.CodeSchemaExists, "Namespace already exists: unity.default.a")
+	e.fail(mk("unity", "default", "zz", "b"), fsm.CodeSchemaNotFound, "Namespace not found: unity.default.zz")
 	e.fail(mk("unity", "nope", "a"), fsm.CodeSchemaNotFound, "Schema not found: unity.nope")
 	e.fail(mk("nope", "default", "a"), fsm.CodeCatalogNotFound, "Catalog not found: nope")
 	e.fail(mk("unity", "default"), fsm.CodeInvalid, "nested namespace path")
@@ -101,7 +101,7 @@ func TestNestedNamespaces(t *testing.T) {
 		return &fsm.DeleteNamespace{Stamp: e.st(), Path: path, Force: force}
 	}
 	e.fail(del(false, "unity", "default", "a"), fsm.CodeNotEmpty, "Cannot delete non-empty namespace: unity.default.a")
-	e.fail(del(false, "unity", "default", "q"), fsm.CodeNamespaceNotFound, "unity.default.q")
+	e.fail(del(false, "unity", "default", "q"), fsm.CodeSchemaNotFound, "unity.default.q")
 	e.fail(&fsm.DeleteSchema{Stamp: e.st(), CatalogName: "unity", Name: "default"}, fsm.CodeNotEmpty, "Cannot delete schema")
 	if got := e.changed(del(false, "unity", "default", "a", "b")).Namespace; got == nil || got.Name() != "b" {
 		t.Fatalf("deleted = %+v", got)
