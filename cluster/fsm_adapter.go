@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,10 +35,16 @@ type machineFSM struct {
 
 	verified    *fsm.State // see offerVerified
 	verifiedHdr snapshot.Header
+
+	dataDir  string // where a halt marker goes
+	halted   atomic.Pointer[Halt]
+	haltCh   chan struct{} // closed when the machine halts
+	haltOnce sync.Once
 }
 
-func newMachineFSM(m *fsm.Machine, log *slog.Logger) *machineFSM {
-	return &machineFSM{m: m, log: log, state: m.State(), changed: make(chan struct{})}
+func newMachineFSM(m *fsm.Machine, log *slog.Logger, dataDir string) *machineFSM {
+	return &machineFSM{m: m, log: log, state: m.State(), changed: make(chan struct{}), dataDir: dataDir,
+		haltCh: make(chan struct{})}
 }
 
 var _ raft.BatchingFSM = (*machineFSM)(nil)
@@ -48,24 +55,70 @@ func (f *machineFSM) Apply(l *raft.Log) any {
 }
 
 // ApplyBatch applies committed entries in order. Configuration entries only
-// advance the applied index. An entry the machine cannot decode means this
-// replica would diverge, so it stops the process.
+// advance the applied index. An entry the machine cannot apply (it does
+// not decode, or applying it panics) halts the machine: that entry and
+// every later one are answered with errHalted and never applied, so this
+// replica stops where it is instead of diverging.
 func (f *machineFSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
+	var last *raft.Log
 	for i, l := range logs {
+		if f.halted.Load() != nil {
+			out[i] = errHalted
+			continue
+		}
 		if l.Type == raft.LogCommand {
-			res, err := f.m.Apply(l.Index, l.Data)
+			res, err, detail := f.applyEntry(l)
 			if err != nil {
-				f.log.Error("undecodable log entry; stopping to avoid divergence", "index", l.Index, "err", err)
-				panic(fmt.Sprintf("raftcat: %v", err))
+				f.halt(newHalt(l.Index, l.Term, l.Data, err, detail))
+				out[i] = errHalted
+				continue
 			}
 			out[i] = res
 		}
+		last = l
 	}
-	if n := len(logs); n > 0 {
-		f.advance(logs[n-1].Index, logs[n-1].Term)
+	if last != nil {
+		f.advance(last.Index, last.Term)
 	}
 	return out
+}
+
+// errHalted answers entries a halted machine did not apply.
+var errHalted = fmt.Errorf("%w: entry not applied", ErrHalted)
+
+// applyEntry applies one command entry; a panic becomes an error, with its
+// stack as detail (the transaction it interrupted was never committed).
+func (f *machineFSM) applyEntry(l *raft.Log) (res fsm.Result, err error, detail string) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, detail = fmt.Errorf("applying it panicked: %v", r), string(debug.Stack())
+		}
+	}()
+	res, err = f.m.Apply(l.Index, l.Data)
+	return res, err, ""
+}
+
+// halt stops applying for good, says why in one line and leaves the
+// marker that keeps a restart from replaying into the same entry.
+func (f *machineFSM) halt(h Halt) {
+	f.halted.Store(&h)
+	f.log.Error("cannot apply log entry: node halted so as not to diverge from the other replicas; "+
+		"see docs/operations.md#a-log-entry-that-cannot-be-applied",
+		"index", h.Index, "term", h.Term, "command_type", h.CommandType, "command", h.CommandName,
+		"sha256", h.SHA256, "err", h.Error, "inspect", "raftcat log show --data-dir "+f.dataDir)
+	if err := writeHalt(f.dataDir, h); err != nil {
+		f.log.Error("could not write the halt marker", "err", err)
+	}
+	f.haltOnce.Do(func() { close(f.haltCh) })
+}
+
+// Halted returns the entry the machine halted on, if it did.
+func (f *machineFSM) Halted() (Halt, bool) {
+	if h := f.halted.Load(); h != nil {
+		return *h, true
+	}
+	return Halt{}, false
 }
 
 func (f *machineFSM) advance(index, term uint64) {
@@ -113,6 +166,11 @@ func (f *machineFSM) WaitApplied(ctx context.Context, index uint64) error {
 // Snapshot captures the current immutable state; persisting it does not
 // block Apply.
 func (f *machineFSM) Snapshot() (raft.FSMSnapshot, error) {
+	if h, ok := f.Halted(); ok {
+		// raft counts the entries it handed over as applied; a snapshot
+		// now would record the halted entry as applied.
+		return nil, fmt.Errorf("%w at index %d: no snapshots", ErrHalted, h.Index)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return &stateSnapshot{state: f.state, index: f.applied, term: f.term}, nil

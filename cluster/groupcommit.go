@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/fsm"
 )
 
@@ -55,12 +57,7 @@ type groupCommit struct {
 
 // GroupCommitStats counts proposals, the batches they left in, and those
 // answered without a log entry.
-type GroupCommitStats struct {
-	Proposals          uint64 `json:"proposals"`
-	Batches            uint64 `json:"batches"`
-	LargestBatch       int    `json:"largest_batch"`
-	AnsweredWithoutLog uint64 `json:"answered_without_log"`
-}
+type GroupCommitStats = clusterapi.GroupCommitStats
 
 type proposal struct {
 	cmd    fsm.Command
@@ -151,7 +148,7 @@ func (g *groupCommit) drain() {
 				var isResult bool
 				p.index = p.future.Index()
 				if p.res, isResult = p.future.Response().(fsm.Result); !isResult {
-					p.err = fmt.Errorf("unexpected apply response %T", p.future.Response())
+					p.err = responseError(p.future.Response())
 				}
 			}
 			ok = ok && p.err == nil
@@ -253,4 +250,14 @@ func (g *groupCommit) confirm(unconfirmed []*proposal) []*proposal {
 		}
 	}
 	return unconfirmed
+}
+
+// responseError is the error for an apply response that is not a result:
+// a halted machine's (the entry is in the log, but this node will not
+// apply it, so its outcome is unknown here), or a bug's.
+func responseError(resp any) error {
+	if err, ok := resp.(error); ok && errors.Is(err, ErrHalted) {
+		return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+	}
+	return fmt.Errorf("unexpected apply response %T", resp)
 }

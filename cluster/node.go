@@ -70,7 +70,10 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), machine: fsm.NewMachine(), stop: make(chan struct{}),
 		removed: map[string]bool{}, done: make(chan struct{})}
-	n.fsm = newMachineFSM(n.machine, cfg.Logger.With("component", "fsm"))
+	n.fsm = newMachineFSM(n.machine, cfg.Logger.With("component", "fsm"), cfg.DataDir)
+	if err := n.loadSkips(); err != nil {
+		return nil, err
+	}
 	if err := n.openRaft(); err != nil {
 		n.closeStores()
 		return nil, err

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,17 +10,15 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/snapshot"
 )
 
+// Errors of cluster operations; they are clusterapi's.
 var (
-	// ErrBadSnapshot means an uploaded snapshot was refused (corrupt,
-	// truncated, or not a raftcat snapshot); nothing was changed.
-	ErrBadSnapshot = errors.New("snapshot refused")
-	// ErrUnknownServer means the named node is not in the configuration.
-	ErrUnknownServer = errors.New("no such server in the raft configuration")
-	// ErrLastVoter means the request would leave the cluster without voters.
-	ErrLastVoter = errors.New("this node is the cluster's only voter")
+	ErrBadSnapshot   = clusterapi.ErrBadSnapshot
+	ErrUnknownServer = clusterapi.ErrUnknownServer
+	ErrLastVoter     = clusterapi.ErrLastVoter
 )
 
 // Done is closed once the node has stopped for good: after Shutdown, or

@@ -25,7 +25,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 }
 
 func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
-	data, err := fsm.Encode(cmd)
+	data, err := fsm.EncodeChecked(cmd)
 	if err != nil {
 		return fsm.Result{}, 0, err
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftcat/raftcat/clusterapi"
 )
 
 // readIndex batches linearizable reads: one leadership check is in
@@ -24,10 +26,7 @@ type readIndex struct {
 
 // ReadStats counts linearizable reads answered under the leader's lease
 // and the quorum rounds taken for the others.
-type ReadStats struct {
-	Lease        uint64 `json:"lease"`
-	QuorumRounds uint64 `json:"quorum_rounds"`
-}
+type ReadStats = clusterapi.ReadStats
 
 func (b *readIndex) stats() ReadStats {
 	b.mu.Lock()

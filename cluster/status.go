@@ -4,66 +4,18 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftcat/raftcat/clusterapi"
 )
 
-// Member is one server of the raft configuration as /v1/cluster shows it.
-type Member struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
-	Status   string `json:"status"` // gossip status: alive, suspect, failed, left, unknown
-	Voter    bool   `json:"voter"`
-	Leader   bool   `json:"leader"`
-}
-
-// Status is a node's view of the cluster.
-type Status struct {
-	NodeID       string `json:"node_id"`
-	State        string `json:"state"`
-	LeaderID     string `json:"leader_id"`
-	LeaderHTTP   string `json:"leader_http_addr,omitempty"`
-	Term         uint64 `json:"term"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	LastIndex    uint64 `json:"last_index"`
-	LastLogTerm  uint64 `json:"last_log_term"`
-	// LastContactMs is the time since this node last heard from the leader
-	// (0 on the leader, -1 if never).
-	LastContactMs int64 `json:"last_contact_ms"`
-	// LastSnapshotIndex is the index of this node's newest raft snapshot.
-	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
-	// SnapshotRestores counts snapshots restored since the process started
-	// (installed from the leader, or a backup restore).
-	SnapshotRestores uint64         `json:"snapshot_restores"`
-	Members          []Member       `json:"members"`
-	Gossip           []GossipMember `json:"gossip"`
-	// GroupCommit counts the proposals this node sent to raft and the
-	// batches they left in: proposals per batch is the group-commit gain.
-	GroupCommit GroupCommitStats `json:"group_commit"`
-	// Reads counts this node's linearizable reads by how leadership was
-	// confirmed: under its lease, or by a quorum round.
-	Reads ReadStats `json:"reads"`
-	// Autopilot is the leader's view of server health (leader only).
-	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
-}
-
-// AutopilotStatus summarises autopilot's health view.
-type AutopilotStatus struct {
-	Healthy          bool            `json:"healthy"`
-	FailureTolerance int             `json:"failure_tolerance"`
-	Servers          map[string]bool `json:"servers_healthy"`
-}
-
-// GossipMember is a node as gossip sees it, whether or not it is in the
-// raft configuration.
-type GossipMember struct {
-	ID         string `json:"id"`
-	GossipAddr string `json:"gossip_addr"`
-	RaftAddr   string `json:"raft_addr"`
-	HTTPAddr   string `json:"http_addr"`
-	Status     string `json:"status"`
-	Version    string `json:"version"`
-}
+// The status report's types are clusterapi's, so the HTTP layer can
+// show them without depending on this package.
+type (
+	Member          = clusterapi.Member
+	Status          = clusterapi.Status
+	AutopilotStatus = clusterapi.AutopilotStatus
+	GossipMember    = clusterapi.GossipMember
+)
 
 // Status reports this node's raft state and the configured members.
 func (n *Node) Status() Status {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/raftcat/raftcat/internal/jsonlimit"
 )
 
 // Parsing runs in two passes, mirroring the reference server, which first
@@ -76,6 +78,9 @@ func parse(root string, raw json.RawMessage, opt options) (*Struct, error) {
 	}
 	if !json.Valid(raw) {
 		return nil, cannotConstruct("DeltaStructType", root)
+	}
+	if err := jsonlimit.CheckDepth(raw, jsonlimit.MaxDepth+jsonlimit.Slack); err != nil {
+		return nil, fmt.Errorf("%s: %w", root, err)
 	}
 	rs, err := decodeTopStruct(raw, root, opt)
 	if err != nil {

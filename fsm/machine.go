@@ -26,7 +26,8 @@ func failed(err *Error) Result { return Result{Err: err} }
 // be called from one goroutine (the raft apply loop); State may be called
 // from any goroutine at any time.
 type Machine struct {
-	cur atomic.Pointer[State]
+	cur   atomic.Pointer[State]
+	skips map[uint64]string // see SetSkips
 }
 
 // NewMachine returns a machine holding an empty state.
@@ -46,6 +47,9 @@ func (m *Machine) Replace(s *State) { m.cur.Store(s) }
 // be decoded is returned as an error: the caller must treat it as fatal,
 // since skipping it would let this replica diverge from the others.
 func (m *Machine) Apply(index uint64, data []byte) (Result, error) {
+	if res, ok := m.skipped(index, data); ok {
+		return res, nil
+	}
 	cmd, err := Decode(data)
 	if err != nil {
 		if u, ok := err.(ErrUnknownCommand); ok && u.Type&IgnoreUnknownFlag != 0 {

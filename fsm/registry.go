@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // The package grows by files: each object kind's file declares its
@@ -12,6 +13,7 @@ import (
 
 // commandSpec is what the machine knows about one command type.
 type commandSpec struct {
+	name   string // the command's Go type name, what CommandType.String says
 	newCmd func() Command
 	apply  func(t *tx, index uint64, cmd Command) Result
 }
@@ -33,6 +35,7 @@ func registerCommand[C any, P interface {
 		panic(fmt.Sprintf("fsm: %T has type %d, registered as %d", P(nil), got, ct))
 	}
 	commandSpecs[ct] = &commandSpec{
+		name:   reflect.TypeFor[C]().Name(),
 		newCmd: func() Command { return P(new(C)) },
 		apply:  func(t *tx, index uint64, cmd Command) Result { return apply(t, index, cmd.(P)) },
 	}

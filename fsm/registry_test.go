@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,9 @@ func TestEveryKindIsRegistered(t *testing.T) {
 		if spec == nil || spec.newCmd().Type() != ct {
 			t.Fatalf("command type %d not registered", ct)
 		}
+		if want := reflect.TypeOf(spec.newCmd()).Elem().Name(); ct.String() != want {
+			t.Fatalf("command type %d is named %q, want %q", ct, ct.String(), want)
+		}
 	}
 	for kind := RecordMetastore; kind <= RecordNamespace; kind++ {
 		if recordSpecs[kind] == nil {
@@ -58,5 +62,14 @@ func TestRecordsComeInKindOrder(t *testing.T) {
 	want := []byte{RecordMetastore, RecordCatalog, RecordCatalog, RecordSchema, RecordNamespace}
 	if string(kinds) != string(want) || !strings.Contains(names[1], `"c2"`) {
 		t.Fatalf("kinds %v (%q), want %v", kinds, names, want)
+	}
+}
+
+func TestCommandNames(t *testing.T) {
+	for ct, want := range map[CommandType]string{CmdInit: "Init", CmdCreateStagingTable: "CreateStagingTable",
+		CmdUpdateTable: "UpdateTable", CmdRenameTable: "RenameTable", CmdCreateNamespace: "CreateNamespace", 200: "unknown(200)"} {
+		if got := ct.String(); got != want {
+			t.Errorf("%d is named %q, want %q", uint8(ct), got, want)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -14,31 +16,48 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/jsonlimit"
+	"github.com/raftcat/raftcat/storage"
 )
 
-// bindJSON decodes the request body into v. An empty body or `null`
+// BindJSON decodes the request body into v. An empty body or `null`
 // yields found=false. Malformed JSON or a wrong type is a 400 naming the
 // offending field.
-func bindJSON(c echo.Context, v any) (found bool, err error) {
+func BindJSON(c echo.Context, v any) (found bool, err error) {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return false, err
-		}
-		return false, invalid("Could not read request body: %v", err)
+		return false, bodyReadError(err)
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || string(body) == "null" {
 		return false, nil
 	}
+	if err := jsonlimit.Check(body); err != nil {
+		return false, Invalid("Malformed JSON request body: %v", err)
+	}
 	if err := gojson.Unmarshal(body, v); err != nil {
-		return false, jsonError(err)
+		return false, JSONError(err)
 	}
 	return true, nil
 }
 
-func jsonError(err error) error {
+// bodyReadError is the answer for a body that could not be read, the same
+// on the leader and on a follower: too large (413), not all there within
+// the read timeout (408), or malformed (400).
+func bodyReadError(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return echo.NewHTTPError(http.StatusRequestTimeout, "The request body did not arrive within the server's read timeout.")
+	}
+	return Invalid("Could not read request body: %v", err)
+}
+
+// JSONError is the 400 for a JSON decoding error, naming the offending
+// field or offset.
+func JSONError(err error) error {
 	var te *gojson.UnmarshalTypeError
 	var se *gojson.SyntaxError
 	switch {
@@ -47,11 +66,11 @@ func jsonError(err error) error {
 		if field == "" {
 			field = "request body"
 		}
-		return invalid("Invalid JSON: field '%s' must be of type %s, got %s.", field, jsonTypeName(te.Type.Kind().String()), te.Value)
+		return Invalid("Invalid JSON: field '%s' must be of type %s, got %s.", field, jsonTypeName(te.Type.Kind().String()), te.Value)
 	case errors.As(err, &se):
-		return invalid("Malformed JSON request body at offset %d: %v", se.Offset, err)
+		return Invalid("Malformed JSON request body at offset %d: %v", se.Offset, err)
 	}
-	return invalid("Malformed JSON request body: %v", err)
+	return Invalid("Malformed JSON request body: %v", err)
 }
 
 func jsonTypeName(kind string) string {
@@ -68,16 +87,16 @@ func jsonTypeName(kind string) string {
 	return kind
 }
 
-// checkName validates a catalog, schema or table name as Unity Catalog
+// CheckName validates a catalog, schema or table name as Unity Catalog
 // does: letters, digits, '_', '@' and '-' only, at most 255 characters.
-func checkName(name string) error {
+func CheckName(name string) error {
 	if len(name) > 255 {
-		return invalid("Name cannot be longer than 255 characters")
+		return Invalid("Name cannot be longer than 255 characters")
 	}
 	for _, r := range name {
 		ok := r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '@' || r == '-')
 		if !ok {
-			return invalid("Name cannot contain a period, space, forward-slash, or control characters")
+			return Invalid("Name cannot contain a period, space, forward-slash, or control characters")
 		}
 	}
 	return nil
@@ -91,7 +110,7 @@ func unescapeParams(next echo.HandlerFunc) echo.HandlerFunc {
 		for i, v := range vals {
 			u, err := url.PathUnescape(v)
 			if err != nil {
-				return invalid("Invalid path parameter %q: %v", v, err)
+				return Invalid("Invalid path parameter %q: %v", v, err)
 			}
 			vals[i] = u
 		}
@@ -100,20 +119,47 @@ func unescapeParams(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// requiredName checks a required name field.
-func requiredName(name *string, what string) (string, error) {
+// RequiredName checks a required name field.
+func RequiredName(name *string, what string) (string, error) {
 	if name == nil || strings.TrimSpace(*name) == "" {
-		return "", invalid("%s is required.", what)
+		return "", Invalid("%s is required.", what)
 	}
-	return *name, checkName(*name)
+	return *name, CheckName(*name)
 }
 
 // stamp is the non-deterministic part every command carries, decided here
-// on the leader before proposing.
+// on the leader before proposing (see Write).
 func stamp(c echo.Context) fsm.Stamp {
 	return fsm.Stamp{Time: time.Now().UnixMilli(), Caller: caller(c)}
 }
 
-// caller is the authenticated principal; authentication is not enabled
-// yet, so every request is anonymous.
+// caller is the authenticated principal, the one place a request's caller
+// is known; authentication is not enabled yet, so every request is
+// anonymous.
 func caller(echo.Context) string { return "" }
+
+// BoolParam reads a boolean query parameter: false when absent, bare when
+// given without a value (?name), else true or false as written.
+func BoolParam(c echo.Context, name string, bare bool) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return bare && c.QueryParams().Has(name), nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, Invalid("%s must be true or false, got %q", name, v)
+	}
+	return b, nil
+}
+
+// CheckExternalLocation keeps external tables out of bucket roots and
+// managed storage.
+func CheckExternalLocation(loc string) error {
+	if storage.IsRoot(loc) {
+		return Invalid("External table storage location must include a non-empty path prefix: %s", loc)
+	}
+	if strings.Contains(loc, "__unitystorage") {
+		return Invalid("Input path '%s' contains managed storage prefix __unitystorage.", loc)
+	}
+	return nil
+}

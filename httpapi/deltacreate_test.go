@@ -31,7 +31,7 @@ func columnNames(t testing.TB, load map[string]any) []string {
 	return out
 }
 
-func TestDeltaCreateTable(t *testing.T) {
+func TestFastDeltaCreateTable(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 

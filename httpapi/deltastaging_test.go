@@ -8,11 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/raftcat/raftcat/httpapi"
-	"github.com/raftcat/raftcat/internal/testcluster"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
 )
 
-func TestDeltaConfigAndStaging(t *testing.T) {
+func TestFastDeltaConfigAndStaging(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 	const cfg = deltaPrefix + "/config"
@@ -305,11 +304,10 @@ func TestDeltaConfigAndStaging(t *testing.T) {
 
 // UC Delta case 36 (cloud locations): with S3 keys configured, an s3://
 // table gets them, and only S3 keys, with an expiry; a file:// table none.
-func TestCloudCredentialsAreVended(t *testing.T) {
+func TestFastCloudCredentialsAreVended(t *testing.T) {
 	t.Parallel()
-	nodes := testcluster.Start(t, 1, testcluster.Options{Credentials: httpapi.StaticCredentials{
+	a := startAPIWith(t, deltaapi.Config{Credentials: deltaapi.StaticCredentials{
 		S3AccessKeyID: "AKIDEXAMPLE", S3SecretAccessKey: "secret", GCSOAuthToken: "gcs-token"}})
-	a := &api{t: t, base: nodes[0].URL}
 	t.Run("table credentials for s3", func(t *testing.T) { // UC Delta case 36
 		a := a.with(t)
 		cat, sch := a.newSchema()

@@ -19,7 +19,7 @@ const (
 	reqConflict  = "UpdateRequirementConflictException"
 )
 
-func TestDeltaUpdateShape(t *testing.T) {
+func TestFastDeltaUpdateShape(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 	m := a.newManaged()
@@ -213,7 +213,7 @@ func jsonEqual(t testing.TB, x, y any) bool {
 	return bytes.Equal(bx, by)
 }
 
-func TestDeltaUpdateMetadata(t *testing.T) {
+func TestFastDeltaUpdateMetadata(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 
@@ -405,7 +405,7 @@ func toAny(v any) any {
 	return out
 }
 
-func TestDeltaUpdateCommits(t *testing.T) {
+func TestFastDeltaUpdateCommits(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 

@@ -14,28 +14,29 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/internal/relay"
 )
 
 var errLeaderUnreachable = errors.New("leader unreachable")
 
-// routeToLeader sends every request that needs the leader (writes, and
-// reads unless they opt into stale local state) to it. On a follower the
-// request is forwarded and the client gets the leader's answer; a request
-// that was already forwarded once is never forwarded again.
-func (s *Server) routeToLeader(next echo.HandlerFunc) echo.HandlerFunc {
+// ToLeader is the middleware that sends every request that needs the
+// leader (writes, and reads unless they opt into stale local state) to
+// it. On a follower the request is forwarded and the client gets the
+// leader's answer; a request that was already forwarded once is never
+// forwarded again. Groups mounted with ToLeader have it on every route.
+func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set(HeaderServedBy, s.cluster.ID())
 		if isStaleRead(c.Request()) || s.cluster.IsLeader() {
 			return next(c)
 		}
 		if c.Request().Header.Get(HeaderForwarded) != "" {
-			return fmt.Errorf("%w: forwarded request reached a node that no longer leads", cluster.ErrNotLeader)
+			return fmt.Errorf("%w: forwarded request reached a node that no longer leads", clusterapi.ErrNotLeader)
 		}
 		body, err := io.ReadAll(c.Request().Body)
 		if err != nil {
-			return err
+			return bodyReadError(err)
 		}
 		handledHere, err := s.proxy.forward(c, body)
 		if handledHere { // this node became the leader while waiting
@@ -60,15 +61,22 @@ type leaderProxy struct {
 	relay  *relay.Client
 }
 
+// peerDialTimeout bounds dialling a peer.
+const peerDialTimeout = 2 * time.Second
+
+// newLeaderProxy is the one place this node's connections to its peers
+// are made: the relay client (one multiplexed connection per leader) and
+// the transport of plain HTTP exchanges both start here, so securing
+// node-to-node traffic is a change to this function.
 func newLeaderProxy(s *Server) *leaderProxy {
 	transport := &http.Transport{
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: peerDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &leaderProxy{s: s, relay: relay.NewClient(2 * time.Second), client: &http.Client{Transport: transport,
+	return &leaderProxy{s: s, relay: relay.NewClient(peerDialTimeout), client: &http.Client{Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -89,7 +97,7 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 				return false, nil
 			}
 			if sent { // the leader may have acted on it: the outcome is unknown
-				return false, fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", cluster.ErrUnknownOutcome, addr, ferr)
+				return false, fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", clusterapi.ErrUnknownOutcome, addr, ferr)
 			}
 			lerr = fmt.Errorf("%w: %v", errLeaderUnreachable, ferr)
 		}
@@ -105,14 +113,14 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 }
 
 // relaySend forwards once over the relay connection to the leader, which
-// many requests share. Protocol requests go this way; admin requests (a
-// snapshot download streams) and leaders that do not accept relay
-// connections get a plain HTTP exchange.
+// many requests share. Requests of groups that relay go this way; the
+// others (a snapshot download streams) and leaders that do not accept
+// relay connections get a plain HTTP exchange.
 func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent bool, err error) {
 	in := c.Request()
 	hostport, ok := strings.CutPrefix(addr, "http://")
 	hostport, _, _ = strings.Cut(hostport, "/")
-	if !ok && strings.Contains(addr, "://") || protocolOf(in.URL.Path) == protoAdmin || len(body) > relay.MaxFrame/2 {
+	if !ok && strings.Contains(addr, "://") || !p.s.relays(in.URL.Path) || len(body) > relay.MaxFrame/2 {
 		return p.send(c, addr, bytes.NewReader(body))
 	}
 	header := in.Header.Clone()
@@ -182,8 +190,11 @@ func leaderURL(addr string) string {
 	return "http://" + addr
 }
 
-// stream forwards a request whose body is too large to hold in memory
-// (a snapshot restore) once, without retrying.
+// StreamToLeader forwards a request whose body is too large to hold in
+// memory (a snapshot restore) to the leader once, without retrying, and
+// copies the leader's answer back.
+func (s *Server) StreamToLeader(c echo.Context) error { return s.proxy.stream(c) }
+
 func (p *leaderProxy) stream(c echo.Context) error {
 	addr, err := p.s.cluster.LeaderHTTPAddr()
 	if err != nil {
@@ -191,7 +202,7 @@ func (p *leaderProxy) stream(c echo.Context) error {
 	}
 	sent, err := p.send(c, addr, c.Request().Body)
 	if err != nil && sent {
-		return fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", cluster.ErrUnknownOutcome, addr, err)
+		return fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", clusterapi.ErrUnknownOutcome, addr, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", errLeaderUnreachable, err)
@@ -199,8 +210,13 @@ func (p *leaderProxy) stream(c echo.Context) error {
 	return nil
 }
 
-// callLeader sends one request of this node's own to the leader and
-// returns the answer's status and body.
+// CallLeader sends one request of this node's own to the leader and
+// returns the answer's status and body. While no leader is reachable it
+// retries until the configured LeaderWait has passed.
+func (s *Server) CallLeader(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	return s.proxy.callLeader(ctx, method, path, body)
+}
+
 func (p *leaderProxy) callLeader(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	deadline := time.Now().Add(p.s.cfg.LeaderWait)
 	for {

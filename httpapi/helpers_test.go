@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
 const (
@@ -33,14 +31,6 @@ var httpClient = &http.Client{Timeout: 60 * time.Second}
 type api struct {
 	t    testing.TB
 	base string
-}
-
-// startAPI starts a one-node cluster for the calling test function and
-// returns a client for it.
-func startAPI(t *testing.T) *api {
-	t.Helper()
-	nodes := testcluster.Start(t, 1, testcluster.Options{})
-	return &api{t: t, base: nodes[0].URL}
 }
 
 // with returns a client that reports failures to another test (a subtest).

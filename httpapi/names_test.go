@@ -9,7 +9,7 @@ import (
 // Unity Catalog accepts only names matching [a-zA-Z0-9_@-]+ (ValidationUtils
 // VALID_FORMAT) and answers anything else with 400 "Name cannot contain a
 // period, space, forward-slash, or control characters".
-func TestNameCharacterWhitelist(t *testing.T) {
+func TestFastNameCharacterWhitelist(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 	const msg = "Name cannot contain a period, space, forward-slash, or control characters"
@@ -64,7 +64,7 @@ func TestNameCharacterWhitelist(t *testing.T) {
 // (Java's URLEncoder does) or encode any unreserved character. RFC 3986
 // makes those URLs equivalent to the decoded ones, so they must name the
 // same catalog, schema and table.
-func TestPercentEncodedPathParams(t *testing.T) {
+func TestFastPercentEncodedPathParams(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 	cat, sch := a.newSchema()

@@ -1,14 +1,24 @@
-// Package httpapi serves raftcat's HTTP protocols through Echo: the Unity
-// Catalog REST hierarchy, the UC Delta API, and the admin endpoints. It
-// only translates: it binds and validates requests, builds fsm commands,
-// and renders results and errors in each protocol's own shape. It reaches
-// the replicated state through the Cluster interface it declares.
+// Package httpapi is the core every HTTP protocol of raftcat plugs into:
+// the Echo server, routing requests to the leader and relaying them there,
+// binding and stamping, the read and write flows every protocol shares
+// (State, Write), and the one error renderer that each protocol gives its
+// own mapping. Each protocol (ucrest, deltaapi, admin, ...) lives in its
+// own package under this one and registers a route group with Mount; it
+// only translates between its wire format and fsm commands and state.
+//
+// A new protocol is a package here whose Register mounts a Group (its
+// prefix, an ErrorMapping covering every fsm.Code, whether its requests
+// go to the leader and may be relayed) and adds routes built on State and
+// Write, plus one line in package protocols. No other protocol changes.
+//
+// The core reaches the replicated state through DataPath, which it
+// declares; it does not depend on package cluster, only on the leaf
+// package clusterapi for the errors the replication layer fails with.
 package httpapi
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -17,39 +27,58 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/internal/relay"
-	"github.com/raftcat/raftcat/snapshot"
 )
 
-// Cluster is what the HTTP layer needs from the replication layer.
-type Cluster interface {
+// DataPath is what serving requests needs from the replication layer:
+// proposing commands, reading state at either consistency, knowing the
+// leader, and readiness. Cluster operations (status, backups, membership)
+// are not part of it; package admin declares those.
+type DataPath interface {
 	ID() string
 	Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error)
 	LinearizableState(ctx context.Context) (*fsm.State, uint64, error)
 	StaleState() (*fsm.State, uint64)
 	IsLeader() bool
 	LeaderHTTPAddr() (string, error)
-	Status() cluster.Status
 	Ready() bool
-
-	StateDigest() (uint64, string)
-	WriteSnapshot(ctx context.Context, w io.Writer) error
-	Restore(ctx context.Context, r io.Reader) (snapshot.Header, error)
-	TransferLeadership(ctx context.Context, id string) error
-	RemoveServer(ctx context.Context, id string) error
-	PrepareLeave(ctx context.Context) error
-	Shutdown() error
 }
 
 // Config tunes the HTTP layer.
 type Config struct {
 	MaxBodyBytes int64         // requests above this are refused with 413 (0: 8 MiB)
 	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
-	Credentials  StaticCredentials
 	Logger       *slog.Logger
-	Pprof        bool // serve net/http/pprof under /debug/pprof/
+
+	// ReadTimeout bounds reading one request, headers and body (0: 60s):
+	// a client that announces more than it sends is cut off then. Backup
+	// uploads (restore) are exempt. IdleTimeout bounds a kept-alive
+	// connection between requests (0: 120s). FrameTimeout bounds one
+	// relayed request's arrival on a relay connection (0: 30s).
+	ReadTimeout, IdleTimeout, FrameTimeout time.Duration
+}
+
+// HTTP server defaults.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+)
+
+// HTTPServer returns the http.Server that serves this API, with its
+// timeouts. There is no write timeout: backups stream for as long as they
+// take.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout: orDefault(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: orDefault(s.cfg.IdleTimeout, DefaultIdleTimeout)}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // Headers raftcat adds to or reads from requests.
@@ -63,15 +92,17 @@ const (
 // Server is the HTTP front of one node.
 type Server struct {
 	e       *echo.Echo
-	cluster Cluster
+	cluster DataPath
 	cfg     Config
 	log     *slog.Logger
 	proxy   *leaderProxy
 	relay   *relay.Server // serves requests followers relay to this node
+	groups  []Group       // registered with Mount, longest prefix first
 }
 
-// New builds the Echo application with every route.
-func New(c Cluster, cfg Config) *Server {
+// New builds the Echo application; it serves no route until protocols
+// are mounted on it (see Mount).
+func New(c DataPath, cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 8 << 20
 	}
@@ -83,21 +114,22 @@ func New(c Cluster, cfg Config) *Server {
 	}
 	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
 	s.proxy = newLeaderProxy(s)
-	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20}
+	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20, FrameTimeout: cfg.FrameTimeout}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
-	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit)
-
-	s.registerAdmin(s.e)
-	if cfg.Pprof {
-		registerPprof(s.e)
-	}
-	api := s.e.Group("/api/2.1/unity-catalog", s.routeToLeader, unescapeParams)
-	s.registerUC(api)
-	s.registerDelta(api.Group("/delta/v1"))
+	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit, unescapeParams)
 	return s
 }
+
+// Node is the data path this server serves from.
+func (s *Server) Node() DataPath { return s.cluster }
+
+// Logger is the server's logger, for protocols to log with.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// RelayStats counts the requests followers relayed to this node.
+func (s *Server) RelayStats() relay.Stats { return s.relay.Stats() }
 
 // Handler returns the HTTP handler. Relay connections from followers are
 // taken over before Echo sees them; the requests they carry then go
@@ -144,7 +176,7 @@ func (s *Server) Close(srv *http.Server) error {
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.URL.Path == restorePath { // snapshots stream to disk, whatever their size
+		if s.streams(c) { // e.g. snapshots stream to disk, whatever their size
 			return next(c)
 		}
 		if r.ContentLength > s.cfg.MaxBodyBytes {

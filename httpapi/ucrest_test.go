@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-func TestAdminAndUCREST(t *testing.T) {
+func TestAdminEndpoints(t *testing.T) {
 	t.Parallel()
-	a := startAPI(t)
+	a := startRaftAPI(t)
 
 	t.Run("healthz and readyz", func(t *testing.T) {
 		a := a.with(t)
@@ -71,6 +71,11 @@ func TestAdminAndUCREST(t *testing.T) {
 			t.Fatalf("member status = %v, want alive", m["status"])
 		}
 	})
+}
+
+func TestFastUCREST(t *testing.T) {
+	t.Parallel()
+	a := startAPI(t)
 
 	t.Run("metastore summary and seeded namespace", func(t *testing.T) {
 		a := a.with(t)

@@ -20,7 +20,7 @@ func ucTableBody(sch, name, format, location string) map[string]any {
 	}
 }
 
-func TestUCRESTRegistersExternalTables(t *testing.T) {
+func TestFastUCRESTRegistersExternalTables(t *testing.T) {
 	a := startAPI(t)
 	_, sch := a.newSchema()
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/internal/relay"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -45,8 +47,11 @@ type Config struct {
 	DeadServerAfter   time.Duration
 	MinQuorum         int
 	Pprof             bool
+	HTTPReadTimeout   time.Duration
+	HTTPIdleTimeout   time.Duration
+	RelayFrameTimeout time.Duration
 
-	Credentials httpapi.StaticCredentials
+	Credentials deltaapi.StaticCredentials
 }
 
 // bindFlags registers every serve flag; each can also be set through the
@@ -84,6 +89,9 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DeadServerAfter, "dead-server-threshold", 24*time.Hour, "remove a server once gossip has reported it failed this long (0: never remove automatically)")
 	fs.IntVar(&c.MinQuorum, "min-quorum", 0, "automatic removal never leaves fewer voters than this (default: --bootstrap-expect)")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler (net/http/pprof) under /debug/pprof/ on the HTTP listener; unauthenticated, so only where that listener is private")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", httpapi.DefaultReadTimeout, "longest time to read one request, headers and body; a client that sends less than it announced is cut off then (backup uploads are exempt)")
+	fs.DurationVar(&c.HTTPIdleTimeout, "http-idle-timeout", httpapi.DefaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
+	fs.DurationVar(&c.RelayFrameTimeout, "relay-frame-timeout", relay.DefaultFrameTimeout, "longest time one request relayed from a follower may take to arrive once it started; a peer that stalls mid-request loses the relay connection")
 	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 

@@ -18,6 +18,9 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/admin"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/protocols"
 )
 
 const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalog Delta API.
@@ -36,6 +39,7 @@ Usage:
   raftcat chaos check HISTORY                re-check a recorded client history for violations
   raftcat bench [flags]                      measure commits/s and latency (optionally against etcd)
   raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
+  raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
@@ -71,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return chaosCmd(args, stdout, stderr)
 	case "bench":
 		return benchCmd(args, stdout, stderr)
+	case "log":
+		return logCmd(args, stdout, stderr)
 	case "leave":
 		return postCmd("leave", "/v1/cluster/leave", args, stdout, stderr, 0)
 	case "version":
@@ -112,6 +118,13 @@ func serve(args []string, stderr io.Writer) int {
 	level, _ := parseLevel(cfg.LogLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.NodeID)
 	if err := runNode(cfg, log); err != nil {
+		if errors.Is(err, errHaltedLogged) {
+			return exitHalted
+		}
+		if errors.Is(err, cluster.ErrHalted) {
+			log.Error("raftcat will not start", "err", err)
+			return exitHalted
+		}
 		log.Error("raftcat stopped with an error", "err", err)
 		return 1
 	}
@@ -130,8 +143,11 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Credentials: cfg.Credentials, Logger: log, Pprof: cfg.Pprof})
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
+		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
+	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
+		Delta: deltaapi.Config{Credentials: cfg.Credentials}})
+	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("serving HTTP", "http_addr", ln.Addr().String(), "storage_root", cfg.StorageRoot)
@@ -143,13 +159,22 @@ func runNode(cfg Config, log *slog.Logger) error {
 		log.Info("shutting down")
 		if cfg.LeaveOnTerminate {
 			leaveCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			if lerr := api.Leave(leaveCtx); lerr != nil {
+			if lerr := adm.Leave(leaveCtx); lerr != nil {
 				log.Warn("could not leave the cluster before stopping", "err", lerr)
 			}
 			cancel()
 		}
 	case <-node.Done():
 		log.Info("node left the cluster; shutting down")
+	case <-node.Halted():
+		// Nothing more can be applied here; a graceful stop would only
+		// hand leadership to a node that halts on the same entry.
+		// Stay in raft (applying nothing) a moment so followers learn that
+		// the entry is committed and halt on it too, rather than being
+		// left without a quorum and unaware.
+		srv.Close()
+		time.Sleep(2 * max(cfg.HeartbeatTimeout, cfg.ElectionTimeout))
+		return errHaltedLogged
 	case err = <-serveErr:
 		log.Error("HTTP server failed", "err", err)
 	}
@@ -163,6 +188,10 @@ func runNode(cfg Config, log *slog.Logger) error {
 	}
 	return err
 }
+
+// errHaltedLogged ends a node that halted while running; the halt was
+// logged where it happened.
+var errHaltedLogged = errors.New("halted")
 
 func healthcheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("raftcat healthcheck", flag.ContinueOnError)

@@ -94,8 +94,9 @@ func (p *proc) ready() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// startProcesses starts n nodes as separate processes forming one cluster.
-func startProcesses(t *testing.T, n int) []*proc {
+// startProcesses starts n nodes as separate processes forming one cluster;
+// extra flags go to every node.
+func startProcesses(t *testing.T, n int, extra ...string) []*proc {
 	t.Helper()
 	bin := raftcatBinary(t)
 	ports := freePorts(t, 3*n)
@@ -109,6 +110,7 @@ func startProcesses(t *testing.T, n int) []*proc {
 			"--gossip-addr", fmt.Sprintf("127.0.0.1:%d", gossip), "--join", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 			"--bootstrap-expect", strconv.Itoa(n), "--storage-root", "file://" + filepath.Join(root, "warehouse"),
 			"--raft-heartbeat-timeout", "500ms", "--raft-election-timeout", "500ms"}
+		p.args = append(p.args, extra...)
 		p.start(t, bin)
 		procs[i] = p
 	}

@@ -451,3 +451,63 @@ func TestOversizedFrameIsRefusedBeforeReading(t *testing.T) {
 		t.Fatalf("oversized frame: %v", err)
 	}
 }
+
+// rawRelay opens a relay connection by hand and returns it after the
+// upgrade, so a test can send broken frames.
+func rawRelay(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", Path, protocol)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	return conn, br
+}
+
+// A peer that stops in the middle of a frame, or announces a frame far
+// larger than it sends, loses its connection once the frame timeout
+// passes, instead of holding it (and a server goroutine) for ever.
+func TestStalledFrameLosesTheConnection(t *testing.T) {
+	for name, announce := range map[string]int{"short frame": 100, "4 GiB frame": 1<<32 - 1} {
+		t.Run(name, func(t *testing.T) {
+			rs := &Server{Handler: http.NotFoundHandler(), MaxFrame: 1 << 20, FrameTimeout: 200 * time.Millisecond}
+			addr, _ := server(t, rs, http.NotFoundHandler())
+			conn, br := rawRelay(t, addr)
+			frame := appendFrame(nil, 1, announce)
+			if _, err := conn.Write(append(frame, "GET "...)); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Fatalf("read after a stalled frame = %v, want the server to close the connection", err)
+			}
+			waitFor(t, "connection dropped from the server's count", func() bool { return rs.Stats().Connections == 0 })
+		})
+	}
+}
+
+// An idle relay connection is not closed by the frame timeout.
+func TestIdleConnectionOutlivesTheFrameTimeout(t *testing.T) {
+	rs := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }),
+		FrameTimeout: 250 * time.Millisecond}
+	addr, _ := server(t, rs, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	t.Cleanup(func() { c.Close() })
+	for i := range 3 {
+		resp, _, err := c.Do(context.Background(), addr, request(t, http.MethodGet, "http://"+addr+"/x", nil), nil)
+		if err != nil || resp.StatusCode != 204 {
+			t.Fatalf("request %d: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+		time.Sleep(600 * time.Millisecond) // idle for over two frame timeouts: what is tested
+	}
+	if rs.Stats().Connections != 1 {
+		t.Fatalf("connections = %d, want the one connection kept", rs.Stats().Connections)
+	}
+}

@@ -30,6 +30,11 @@ type Server struct {
 	// MaxConcurrent bounds the requests served at once per connection
 	// (0: 1024); beyond it the server stops reading until one finishes.
 	MaxConcurrent int
+	// FrameTimeout bounds how long one frame may take to arrive once its
+	// first byte has (0: DefaultFrameTimeout). A peer that stops in the
+	// middle of a frame loses the connection. Between frames a
+	// connection may stay idle.
+	FrameTimeout time.Duration
 
 	mu      sync.Mutex
 	conns   map[*serverConn]struct{}
@@ -132,14 +137,7 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 	go func() { sc.writeAnswers(); close(written) }()
 	remote := sc.conn.RemoteAddr().String()
 	for {
-		id, payload, err := readFrame(br, s.maxFrame())
-		var tooLarge *frameTooLarge
-		if errors.As(err, &tooLarge) {
-			// Keep the connection for the requests sharing it: serve this
-			// one from its head alone (its Content-Length lets the handler
-			// refuse it as too large) and skip the rest of its body.
-			payload, err = readHead(br, tooLarge.size)
-		}
+		id, payload, err := s.readRequest(sc.conn, br)
 		if err != nil {
 			break
 		}
@@ -170,6 +168,35 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 	sc.handlers.Wait()
 	close(sc.stop)
 	<-written
+}
+
+// DefaultFrameTimeout is Server.FrameTimeout's default.
+const DefaultFrameTimeout = 30 * time.Second
+
+func (s *Server) frameTimeout() time.Duration {
+	if s.FrameTimeout > 0 {
+		return s.FrameTimeout
+	}
+	return DefaultFrameTimeout
+}
+
+// readRequest waits, without a deadline, for the next frame to start, then
+// reads it whole within the frame timeout. An oversized frame is served
+// from its head alone, to keep the connection for the requests sharing it
+// (its Content-Length lets the handler refuse it as too large); the rest
+// of its body is skipped, within the same deadline.
+func (s *Server) readRequest(conn net.Conn, br *bufio.Reader) (uint64, []byte, error) {
+	if _, err := br.Peek(1); err != nil {
+		return 0, nil, err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(s.frameTimeout()))
+	defer conn.SetReadDeadline(time.Time{})
+	id, payload, err := readFrame(br, s.maxFrame())
+	var tooLarge *frameTooLarge
+	if errors.As(err, &tooLarge) {
+		payload, err = readHead(br, tooLarge.size)
+	}
+	return id, payload, err
 }
 
 // headLimit is how much of an oversized request is kept: enough for its

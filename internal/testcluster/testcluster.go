@@ -17,6 +17,8 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/protocols"
 )
 
 // Node is one running in-process node.
@@ -31,7 +33,7 @@ type Node struct {
 	up   bool
 
 	leaderWait time.Duration
-	creds      httpapi.StaticCredentials
+	creds      deltaapi.StaticCredentials
 }
 
 // Options tune a test cluster.
@@ -41,7 +43,7 @@ type Options struct {
 	// LeaderWait is how long a request waits for a leader before 503 (0: 1s).
 	LeaderWait time.Duration
 	// Credentials are vended for cloud table locations.
-	Credentials httpapi.StaticCredentials
+	Credentials deltaapi.StaticCredentials
 	// Raft snapshot tuning (0: raft defaults).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -134,8 +136,9 @@ func (nd *Node) start() error {
 	// Restarts must come back on the same addresses: raft's configuration
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
-	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, Credentials: nd.creds})
-	nd.srv = &http.Server{Handler: nd.api.Handler()}
+	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait})
+	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds}})
+	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(ln)
 	nd.up = true
 	return nil

@@ -1,26 +1,73 @@
-package httpapi
+// Package admin serves a node's operational endpoints: liveness and
+// readiness (with the load balancers' leader check), the cluster status,
+// state digests, backups and their restore, leadership transfer and
+// membership changes, and optionally Go's profiles. Errors are answered
+// {"error": message, "code": status}.
+package admin
 
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
-	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/raftcat/raftcat/cluster"
-	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/clusterapi"
+	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/internal/relay"
+	"github.com/raftcat/raftcat/snapshot"
 )
+
+// Operations are the cluster operations the admin endpoints run, beyond
+// the data path the core serves from.
+type Operations interface {
+	Status() clusterapi.Status
+	StateDigest() (uint64, string)
+	WriteSnapshot(ctx context.Context, w io.Writer) error
+	Restore(ctx context.Context, r io.Reader) (snapshot.Header, error)
+	TransferLeadership(ctx context.Context, id string) error
+	RemoveServer(ctx context.Context, id string) error
+	PrepareLeave(ctx context.Context) error
+	Shutdown() error
+}
+
+// Config configures the admin endpoints.
+type Config struct {
+	Pprof bool // serve net/http/pprof under /debug/pprof/
+}
 
 const restorePath = "/v1/cluster/restore"
 
-func (s *Server) registerAdmin(e *echo.Echo) {
+// Server serves the admin endpoints on a core.
+type Server struct {
+	core    *httpapi.Server
+	cluster httpapi.DataPath
+	ops     Operations
+	log     *slog.Logger
+}
+
+// Register mounts the admin endpoints on the core. They own every path no
+// other protocol claims. Requests that need the leader are forwarded to
+// it one by one, in plain HTTP exchanges (a snapshot download streams).
+func Register(core *httpapi.Server, ops Operations, cfg Config) *Server {
+	s := &Server{core: core, cluster: core.Node(), ops: ops, log: core.Logger()}
+	e := core.Mount(httpapi.Group{Prefix: "", Errors: errorMapping{}, Streaming: []string{restorePath}})
+	s.routes(e)
+	if cfg.Pprof {
+		registerPprof(e)
+	}
+	return s
+}
+
+func (s *Server) routes(e *echo.Group) {
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID()})
 	})
 	e.GET("/readyz", func(c echo.Context) error {
-		if leader, err := boolParam(c, "leader", true); err != nil {
+		if leader, err := httpapi.BoolParam(c, "leader", true); err != nil {
 			return err
 		} else if leader {
 			return s.leaderCheck(c)
@@ -34,10 +81,10 @@ func (s *Server) registerAdmin(e *echo.Echo) {
 	g := e.Group("/v1/cluster")
 	g.GET("", s.clusterStatus)
 	g.GET("/state-digest", s.stateDigest)
-	g.GET("/snapshot", s.saveSnapshot, s.routeToLeader)
+	g.GET("/snapshot", s.saveSnapshot, s.core.ToLeader)
 	g.POST("/restore", s.restoreSnapshot)
-	g.POST("/transfer-leadership", s.transferLeadership, s.routeToLeader)
-	g.POST("/remove-node", s.removeNode, s.routeToLeader)
+	g.POST("/transfer-leadership", s.transferLeadership, s.core.ToLeader)
+	g.POST("/remove-node", s.removeNode, s.core.ToLeader)
 	g.POST("/leave", s.leave)
 }
 
@@ -63,7 +110,7 @@ func (s *Server) leaderCheck(c echo.Context) error {
 }
 
 func (s *Server) stateDigest(c echo.Context) error {
-	idx, digest := s.cluster.StateDigest()
+	idx, digest := s.ops.StateDigest()
 	return c.JSON(http.StatusOK, map[string]any{"node_id": s.cluster.ID(), "applied_index": idx, "digest": digest})
 }
 
@@ -71,19 +118,22 @@ func (s *Server) stateDigest(c echo.Context) error {
 func (s *Server) saveSnapshot(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, "application/octet-stream")
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="raftcat.snap"`)
-	return s.cluster.WriteSnapshot(c.Request().Context(), c.Response())
+	return s.ops.WriteSnapshot(c.Request().Context(), c.Response())
 }
 
 // restoreSnapshot replaces the cluster state with an uploaded backup. The
 // body is streamed (to the leader, and there to disk), never held whole.
 func (s *Server) restoreSnapshot(c echo.Context) error {
+	// A backup uploads for as long as it takes; the read timeout is for
+	// requests of bounded size.
+	_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Time{})
 	if !s.cluster.IsLeader() {
-		if c.Request().Header.Get(HeaderForwarded) != "" {
-			return cluster.ErrNotLeader
+		if c.Request().Header.Get(httpapi.HeaderForwarded) != "" {
+			return clusterapi.ErrNotLeader
 		}
-		return s.proxy.stream(c)
+		return s.core.StreamToLeader(c)
 	}
-	hdr, err := s.cluster.Restore(c.Request().Context(), c.Request().Body)
+	hdr, err := s.ops.Restore(c.Request().Context(), c.Request().Body)
 	if err != nil {
 		return err
 	}
@@ -96,25 +146,25 @@ type nodeRequest struct {
 
 func (s *Server) transferLeadership(c echo.Context) error {
 	var req nodeRequest
-	if _, err := bindJSON(c, &req); err != nil {
+	if _, err := httpapi.BindJSON(c, &req); err != nil {
 		return err
 	}
-	if err := s.cluster.TransferLeadership(c.Request().Context(), req.ID); err != nil {
+	if err := s.ops.TransferLeadership(c.Request().Context(), req.ID); err != nil {
 		return err
 	}
-	st := s.cluster.Status()
+	st := s.ops.Status()
 	return c.JSON(http.StatusOK, map[string]any{"leader_id": st.LeaderID})
 }
 
 func (s *Server) removeNode(c echo.Context) error {
 	var req nodeRequest
-	if _, err := bindJSON(c, &req); err != nil {
+	if _, err := httpapi.BindJSON(c, &req); err != nil {
 		return err
 	}
 	if req.ID == "" {
 		return echo.NewHTTPError(http.StatusBadRequest, "id is required")
 	}
-	if err := s.cluster.RemoveServer(c.Request().Context(), req.ID); err != nil {
+	if err := s.ops.RemoveServer(c.Request().Context(), req.ID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"removed": req.ID})
@@ -125,7 +175,7 @@ func (s *Server) leave(c echo.Context) error {
 	if err := s.Leave(c.Request().Context()); err != nil {
 		return err
 	}
-	go func() { _ = s.cluster.Shutdown() }()
+	go func() { _ = s.ops.Shutdown() }()
 	return c.JSON(http.StatusOK, map[string]any{"left": s.cluster.ID()})
 }
 
@@ -133,11 +183,11 @@ func (s *Server) leave(c echo.Context) error {
 // first if it leads, then the leader removes it from the configuration.
 // The caller stops the node afterwards.
 func (s *Server) Leave(ctx context.Context) error {
-	if err := s.cluster.PrepareLeave(ctx); err != nil {
+	if err := s.ops.PrepareLeave(ctx); err != nil {
 		return err
 	}
 	body, _ := json.Marshal(nodeRequest{ID: s.cluster.ID()})
-	status, answer, err := s.proxy.callLeader(ctx, http.MethodPost, "/v1/cluster/remove-node", body)
+	status, answer, err := s.core.CallLeader(ctx, http.MethodPost, "/v1/cluster/remove-node", body)
 	if err != nil {
 		return err
 	}
@@ -152,38 +202,7 @@ func (s *Server) Leave(ctx context.Context) error {
 // followers relayed to it.
 func (s *Server) clusterStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, struct {
-		cluster.Status
+		clusterapi.Status
 		Relay relay.Stats `json:"relay"`
-	}{s.cluster.Status(), s.relay.Stats()})
-}
-
-// readState returns the state a read handler answers from: linearizable
-// by default (this node is the leader, see routeToLeader), or this node's
-// local state when the client asked for a stale read.
-func (s *Server) readState(c echo.Context) (*fsm.State, error) {
-	var st *fsm.State
-	var idx uint64
-	if isStaleRead(c.Request()) {
-		st, idx = s.cluster.StaleState()
-	} else {
-		var err error
-		if st, idx, err = s.cluster.LinearizableState(c.Request().Context()); err != nil {
-			return nil, err
-		}
-	}
-	c.Response().Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
-	return st, nil
-}
-
-// propose replicates a command and returns its result, or its domain error.
-func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
-	res, idx, err := s.cluster.Propose(c.Request().Context(), cmd)
-	if err != nil {
-		return res, err
-	}
-	c.Response().Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
-	if res.Err != nil {
-		return res, res.Err
-	}
-	return res, nil
+	}{s.ops.Status(), s.core.RelayStats()})
 }

@@ -1,37 +1,27 @@
-package httpapi
+package deltaapi
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/storage"
 )
 
-func (s *Server) createDeltaTable(c echo.Context) error {
-	var req createTableRequest
-	found, err := bindJSON(c, &req)
+func buildCreateTable(in *httpapi.In[createTableRequest]) (*fsm.CreateTable, error) {
+	cmd, err := buildCreate(&in.Body, in.Found)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd, err := buildCreate(&req, found)
-	if err != nil {
-		return err
-	}
-	cmd.Stamp = stamp(c)
-	cmd.CatalogName, cmd.SchemaName = c.Param("catalog"), c.Param("schema")
+	cmd.Stamp = in.Stamp
+	cmd.CatalogName, cmd.SchemaName = in.Param("catalog"), in.Param("schema")
 	if cmd.TableType == fsm.TableExternal {
 		cmd.ID = uuid.NewString()
 	}
-	res, err := s.propose(c, cmd)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, loadResponse(res.Table))
+	return cmd, nil
 }
 
 // buildCreate checks a create request in UC's order as far as it needs
@@ -86,11 +76,11 @@ func buildCreate(req *createTableRequest, found bool) (*fsm.CreateTable, error) 
 	if perr != nil {
 		return nil, perr
 	}
-	if err := checkName(*req.Name); err != nil {
+	if err := httpapi.CheckName(*req.Name); err != nil {
 		return nil, err
 	}
 	if tableType == fsm.TableExternal {
-		if err := checkExternalLocation(location); err != nil {
+		if err := httpapi.CheckExternalLocation(location); err != nil {
 			return nil, err
 		}
 	}
@@ -142,16 +132,4 @@ func checkCreateUniform(u *uniform, props map[string]string, location string) (*
 		return nil, invalid("uniform.iceberg.metadata-location ('%s') must be a subpath of the table location ('%s').", ic.MetadataLocation, location)
 	}
 	return ic, nil
-}
-
-// checkExternalLocation keeps external tables out of bucket roots and
-// managed storage.
-func checkExternalLocation(loc string) error {
-	if storage.IsRoot(loc) {
-		return invalid("External table storage location must include a non-empty path prefix: %s", loc)
-	}
-	if strings.Contains(loc, "__unitystorage") {
-		return invalid("Input path '%s' contains managed storage prefix __unitystorage.", loc)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package httpapi
+package admin
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 
 // registerPprof serves Go's runtime profiles, for profiling a node under
 // load: go tool pprof http://NODE/debug/pprof/profile?seconds=20
-func registerPprof(e *echo.Echo) {
+func registerPprof(e *echo.Group) {
 	g := e.Group("/debug/pprof")
 	g.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
 	g.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))

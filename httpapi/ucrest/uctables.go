@@ -1,18 +1,21 @@
-package httpapi
+package ucrest
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/internal/jsonlimit"
 	"github.com/raftcat/raftcat/storage"
 )
+
+// deltaTables is where the Delta API creates tables (named in an error).
+const deltaTables = Prefix + "/delta/v1"
 
 // dataSourceFormats are the formats UC REST accepts for registered tables.
 var dataSourceFormats = []string{"DELTA", "CSV", "JSON", "AVRO", "PARQUET", "ORC", "TEXT"}
@@ -38,58 +41,50 @@ type ucCreateTable struct {
 	Properties       map[string]string `json:"properties"`
 }
 
-// createTableUC registers an EXTERNAL table of any format through UC REST.
-// MANAGED tables are created through the Delta API, which owns their
+// buildCreateTable registers an EXTERNAL table of any format through UC
+// REST. MANAGED tables are created through the Delta API, which owns their
 // commit protocol.
-func (s *Server) createTableUC(c echo.Context) error {
-	var req ucCreateTable
-	if _, err := bindJSON(c, &req); err != nil {
-		return err
-	}
-	cmd, err := buildUCCreate(&req)
+func buildCreateTable(in *httpapi.In[ucCreateTable]) (*fsm.CreateTable, error) {
+	cmd, err := buildUCCreate(&in.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd.Stamp, cmd.ID = stamp(c), uuid.NewString()
-	res, err := s.propose(c, cmd)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toTableInfo(res.Table))
+	cmd.Stamp, cmd.ID = in.Stamp, uuid.NewString()
+	return cmd, nil
 }
 
 func buildUCCreate(req *ucCreateTable) (*fsm.CreateTable, error) {
-	name, err := requiredName(req.Name, "name")
+	name, err := httpapi.RequiredName(req.Name, "name")
 	if err != nil {
 		return nil, err
 	}
-	catalog, err := requiredName(req.CatalogName, "catalog_name")
+	catalog, err := httpapi.RequiredName(req.CatalogName, "catalog_name")
 	if err != nil {
 		return nil, err
 	}
-	schema, err := requiredName(req.SchemaName, "schema_name")
+	schema, err := httpapi.RequiredName(req.SchemaName, "schema_name")
 	if err != nil {
 		return nil, err
 	}
 	switch req.TableType {
 	case fsm.TableExternal:
 	case fsm.TableManaged:
-		return nil, invalid("MANAGED tables are created through the Delta API: POST %s/catalogs/%s/schemas/%s/tables", deltaPrefix, catalog, schema)
+		return nil, httpapi.Invalid("MANAGED tables are created through the Delta API: POST %s/catalogs/%s/schemas/%s/tables", deltaTables, catalog, schema)
 	default:
-		return nil, invalid("table_type must be EXTERNAL, got '%s'.", req.TableType)
+		return nil, httpapi.Invalid("table_type must be EXTERNAL, got '%s'.", req.TableType)
 	}
 	format := strings.ToUpper(req.DataSourceFormat)
 	if !slices.Contains(dataSourceFormats, format) {
-		return nil, invalid("data_source_format must be one of %v, got '%s'.", dataSourceFormats, req.DataSourceFormat)
+		return nil, httpapi.Invalid("data_source_format must be one of %v, got '%s'.", dataSourceFormats, req.DataSourceFormat)
 	}
 	if strings.TrimSpace(req.StorageLocation) == "" {
-		return nil, invalid("storage_location is required for EXTERNAL tables.")
+		return nil, httpapi.Invalid("storage_location is required for EXTERNAL tables.")
 	}
 	loc, err := storage.Normalize(req.StorageLocation)
 	if err != nil {
-		return nil, invalid("Invalid storage_location: %v", err)
+		return nil, httpapi.Invalid("Invalid storage_location: %v", err)
 	}
-	if err := checkExternalLocation(loc); err != nil {
+	if err := httpapi.CheckExternalLocation(loc); err != nil {
 		return nil, err
 	}
 	cols, partitions, err := ucColumns(req.Columns)
@@ -115,20 +110,26 @@ func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
 	var parts []part
 	for i, col := range cols {
 		if col.Name == nil || *col.Name == "" {
-			return nil, nil, invalid("columns[%d].name is required.", i)
+			return nil, nil, httpapi.Invalid("columns[%d].name is required.", i)
 		}
 		if col.TypeJSON == nil || *col.TypeJSON == "" {
-			return nil, nil, invalid("columns[%d].type_json is required.", i)
+			return nil, nil, httpapi.Invalid("columns[%d].type_json is required.", i)
+		}
+		if err := jsonlimit.Check([]byte(*col.TypeJSON)); err != nil {
+			return nil, nil, httpapi.Invalid("Invalid columns[%d].type_json: %v", i, err)
 		}
 		fields = append(fields, json.RawMessage(*col.TypeJSON))
 		if col.PartitionIndex != nil {
 			parts = append(parts, part{*col.Name, *col.PartitionIndex})
 		}
 	}
-	schemaString, _ := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	schemaString, err := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	if err != nil {
+		return nil, nil, httpapi.Invalid("Invalid columns: type_json is not valid JSON")
+	}
 	st, err := deltaschema.ParseSchemaString(string(schemaString))
 	if err != nil {
-		return nil, nil, invalid("Invalid columns: %v", err)
+		return nil, nil, httpapi.Invalid("Invalid columns: %v", err)
 	}
 	slices.SortStableFunc(parts, func(a, b part) int { return a.index - b.index })
 	partitions := make([]string, len(parts))

@@ -1,4 +1,4 @@
-package httpapi
+package deltaapi
 
 import (
 	"encoding/json"

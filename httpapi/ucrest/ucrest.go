@@ -1,4 +1,8 @@
-package httpapi
+// Package ucrest serves the Unity Catalog REST hierarchy (snake_case):
+// metastore summary, catalogs, schemas and tables. It translates between
+// that wire format and fsm commands and state; the httpapi core routes,
+// reads, proposes and renders errors with this package's mapping.
+package ucrest
 
 import (
 	"encoding/base64"
@@ -11,27 +15,50 @@ import (
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/storage"
 )
 
-// registerUC mounts the Unity Catalog REST hierarchy (snake_case).
-func (s *Server) registerUC(g *echo.Group) {
+// Prefix is the path UC REST is served under.
+const Prefix = "/api/2.1/unity-catalog"
+
+type server struct{ core *httpapi.Server }
+
+// Register mounts UC REST on the core. Every request goes to the leader
+// (stale reads excepted).
+func Register(core *httpapi.Server) {
+	s := &server{core: core}
+	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	g.GET("/metastore_summary", s.metastoreSummary)
-	g.POST("/catalogs", s.createCatalog)
+	g.POST("/catalogs", httpapi.Write(core, buildCreateCatalog, nil, catalogAnswer))
 	g.GET("/catalogs", s.listCatalogs)
 	g.GET("/catalogs/:name", s.getCatalog)
-	g.PATCH("/catalogs/:name", s.updateCatalog)
-	g.DELETE("/catalogs/:name", s.deleteCatalog)
-	g.POST("/schemas", s.createSchema)
+	g.PATCH("/catalogs/:name", httpapi.Write(core, buildUpdateCatalog, nil, catalogAnswer))
+	g.DELETE("/catalogs/:name", httpapi.Write(core, buildDeleteCatalog, nil, emptyAnswer))
+	g.POST("/schemas", httpapi.Write(core, buildCreateSchema, nil, schemaAnswer))
 	g.GET("/schemas", s.listSchemas)
 	g.GET("/schemas/:full_name", s.getSchema)
-	g.PATCH("/schemas/:full_name", s.updateSchema)
-	g.DELETE("/schemas/:full_name", s.deleteSchema)
-	g.POST("/tables", s.createTableUC)
+	g.PATCH("/schemas/:full_name", httpapi.Write(core, buildUpdateSchema, nil, schemaAnswer))
+	g.DELETE("/schemas/:full_name", httpapi.Write(core, buildDeleteSchema, nil, emptyAnswer))
+	g.POST("/tables", httpapi.Write(core, buildCreateTable, nil, tableAnswer))
 	g.GET("/tables", s.listTables)
 	g.GET("/tables/:full_name", s.getTable)
-	g.DELETE("/tables/:full_name", s.deleteTableUC)
+	g.DELETE("/tables/:full_name", httpapi.Write(core, buildDeleteTable, nil, emptyAnswer))
 }
+
+func catalogAnswer(c echo.Context, res fsm.Result) error {
+	return c.JSON(http.StatusOK, toCatalogInfo(res.Catalog))
+}
+
+func schemaAnswer(c echo.Context, res fsm.Result) error {
+	return c.JSON(http.StatusOK, toSchemaInfo(res.Schema))
+}
+
+func tableAnswer(c echo.Context, res fsm.Result) error {
+	return c.JSON(http.StatusOK, toTableInfo(res.Table))
+}
+
+func emptyAnswer(c echo.Context, _ fsm.Result) error { return c.JSON(http.StatusOK, map[string]any{}) }
 
 type catalogInfo struct {
 	Name            string            `json:"name"`
@@ -48,7 +75,7 @@ type catalogInfo struct {
 }
 
 func toCatalogInfo(c *fsm.Catalog) catalogInfo {
-	return catalogInfo{Name: c.Name, Comment: c.Comment, Properties: nonNil(c.Properties), Owner: c.Owner,
+	return catalogInfo{Name: c.Name, Comment: c.Comment, Properties: httpapi.NonNil(c.Properties), Owner: c.Owner,
 		CreatedAt: c.CreatedAt, CreatedBy: c.CreatedBy, UpdatedAt: c.UpdatedAt, UpdatedBy: c.UpdatedBy,
 		ID: c.ID, StorageRoot: c.StorageRoot, StorageLocation: c.StorageLocation}
 }
@@ -70,7 +97,7 @@ type schemaInfo struct {
 }
 
 func toSchemaInfo(s *fsm.Schema) schemaInfo {
-	return schemaInfo{Name: s.Name, CatalogName: s.CatalogName, Comment: s.Comment, Properties: nonNil(s.Properties),
+	return schemaInfo{Name: s.Name, CatalogName: s.CatalogName, Comment: s.Comment, Properties: httpapi.NonNil(s.Properties),
 		FullName: s.FullName(), Owner: s.Owner, CreatedAt: s.CreatedAt, CreatedBy: s.CreatedBy,
 		UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, SchemaID: s.ID, StorageRoot: s.StorageRoot,
 		StorageLocation: s.StorageLocation}
@@ -101,25 +128,18 @@ func toTableInfo(t *fsm.Table) tableInfo {
 	}
 	return tableInfo{Name: t.Name, CatalogName: t.CatalogName, SchemaName: t.SchemaName, TableType: t.Type,
 		DataSourceFormat: t.Format, Columns: cols, StorageLocation: t.Location, Comment: t.Comment,
-		Properties: nonNil(t.Properties), Owner: t.Owner, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
+		Properties: httpapi.NonNil(t.Properties), Owner: t.Owner, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
 		UpdatedAt: t.UpdatedAt, UpdatedBy: t.UpdatedBy, TableID: t.ID}
 }
 
-func nonNil(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}
-
-func (s *Server) metastoreSummary(c echo.Context) error {
-	st, err := s.readState(c)
+func (s *server) metastoreSummary(c echo.Context) error {
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
 	ms := st.Metastore()
 	if ms == nil {
-		return errf503("the cluster is not initialised yet")
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "the cluster is not initialised yet")
 	}
 	return c.JSON(http.StatusOK, map[string]string{"metastore_id": ms.ID})
 }
@@ -138,30 +158,22 @@ func normalizeRoot(root string) (string, error) {
 	}
 	n, err := storage.Normalize(root)
 	if err != nil {
-		return "", invalid("Invalid storage_root: %v", err)
+		return "", httpapi.Invalid("Invalid storage_root: %v", err)
 	}
 	return n, nil
 }
 
-func (s *Server) createCatalog(c echo.Context) error {
-	var req createContainerReq
-	if _, err := bindJSON(c, &req); err != nil {
-		return err
-	}
-	name, err := requiredName(req.Name, "name")
+func buildCreateCatalog(in *httpapi.In[createContainerReq]) (*fsm.CreateCatalog, error) {
+	name, err := httpapi.RequiredName(in.Body.Name, "name")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	root, err := normalizeRoot(req.StorageRoot)
+	root, err := normalizeRoot(in.Body.StorageRoot)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res, err := s.propose(c, &fsm.CreateCatalog{Stamp: stamp(c), ID: uuid.NewString(), Name: name,
-		Comment: req.Comment, Properties: req.Properties, StorageRoot: root})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toCatalogInfo(res.Catalog))
+	return &fsm.CreateCatalog{Stamp: in.Stamp, ID: uuid.NewString(), Name: name,
+		Comment: in.Body.Comment, Properties: in.Body.Properties, StorageRoot: root}, nil
 }
 
 // page reads max_results and page_token. Tokens are the last name returned.
@@ -170,7 +182,7 @@ func page(c echo.Context, maxAllowed int) (after string, limit int, err error) {
 	if v := c.QueryParam("max_results"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 0 {
-			return "", 0, invalid("max_results must be a non-negative integer, got %q", v)
+			return "", 0, httpapi.Invalid("max_results must be a non-negative integer, got %q", v)
 		}
 		if n > 0 && n < limit {
 			limit = n
@@ -179,7 +191,7 @@ func page(c echo.Context, maxAllowed int) (after string, limit int, err error) {
 	if tok := c.QueryParam("page_token"); tok != "" {
 		b, derr := base64.RawURLEncoding.DecodeString(tok)
 		if derr != nil {
-			return "", 0, invalid("Invalid page_token.")
+			return "", 0, httpapi.Invalid("Invalid page_token.")
 		}
 		after = string(b)
 	}
@@ -203,12 +215,12 @@ func listing[T, O any](key string, items []T, limit int, name func(T) string, co
 
 const maxPage = 1000
 
-func (s *Server) listCatalogs(c echo.Context) error {
+func (s *server) listCatalogs(c echo.Context) error {
 	after, limit, err := page(c, maxPage)
 	if err != nil {
 		return err
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -216,8 +228,8 @@ func (s *Server) listCatalogs(c echo.Context) error {
 		func(c *fsm.Catalog) string { return c.Name }, toCatalogInfo))
 }
 
-func (s *Server) getCatalog(c echo.Context) error {
-	st, err := s.readState(c)
+func (s *server) getCatalog(c echo.Context) error {
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -234,94 +246,58 @@ type updateContainerReq struct {
 	NewName    string             `json:"new_name"`
 }
 
-func (s *Server) bindUpdate(c echo.Context) (updateContainerReq, error) {
-	var req updateContainerReq
-	if _, err := bindJSON(c, &req); err != nil {
-		return req, err
-	}
+func checkUpdate(req updateContainerReq) error {
 	if req.NewName != "" {
-		if err := checkName(req.NewName); err != nil {
-			return req, err
-		}
+		return httpapi.CheckName(req.NewName)
 	}
-	return req, nil
+	return nil
 }
 
-func (s *Server) updateCatalog(c echo.Context) error {
-	req, err := s.bindUpdate(c)
-	if err != nil {
-		return err
+func buildUpdateCatalog(in *httpapi.In[updateContainerReq]) (*fsm.UpdateCatalog, error) {
+	if err := checkUpdate(in.Body); err != nil {
+		return nil, err
 	}
-	res, err := s.propose(c, &fsm.UpdateCatalog{Stamp: stamp(c), Name: c.Param("name"), NewName: req.NewName,
-		Comment: req.Comment, Properties: req.Properties})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toCatalogInfo(res.Catalog))
+	return &fsm.UpdateCatalog{Stamp: in.Stamp, Name: in.Param("name"), NewName: in.Body.NewName,
+		Comment: in.Body.Comment, Properties: in.Body.Properties}, nil
 }
 
-func forceParam(c echo.Context) (bool, error) { return boolParam(c, "force", false) }
+func forceParam(c echo.Context) (bool, error) { return httpapi.BoolParam(c, "force", false) }
 
-// boolParam reads a boolean query parameter: false when absent, bare when
-// given without a value (?name), else true or false as written.
-func boolParam(c echo.Context, name string, bare bool) (bool, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return bare && c.QueryParams().Has(name), nil
-	}
-	b, err := strconv.ParseBool(v)
+func buildDeleteCatalog(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteCatalog, error) {
+	force, err := forceParam(in)
 	if err != nil {
-		return false, invalid("%s must be true or false, got %q", name, v)
+		return nil, err
 	}
-	return b, nil
+	return &fsm.DeleteCatalog{Stamp: in.Stamp, Name: in.Param("name"), Force: force}, nil
 }
 
-func (s *Server) deleteCatalog(c echo.Context) error {
-	force, err := forceParam(c)
+func buildCreateSchema(in *httpapi.In[createContainerReq]) (*fsm.CreateSchema, error) {
+	name, err := httpapi.RequiredName(in.Body.Name, "name")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := s.propose(c, &fsm.DeleteCatalog{Stamp: stamp(c), Name: c.Param("name"), Force: force}); err != nil {
-		return err
+	catalog, err := httpapi.RequiredName(in.Body.CatalogName, "catalog_name")
+	if err != nil {
+		return nil, err
 	}
-	return c.JSON(http.StatusOK, map[string]any{})
+	root, err := normalizeRoot(in.Body.StorageRoot)
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.CreateSchema{Stamp: in.Stamp, ID: uuid.NewString(), CatalogName: catalog,
+		Name: name, Comment: in.Body.Comment, Properties: in.Body.Properties, StorageRoot: root}, nil
 }
 
-func (s *Server) createSchema(c echo.Context) error {
-	var req createContainerReq
-	if _, err := bindJSON(c, &req); err != nil {
-		return err
-	}
-	name, err := requiredName(req.Name, "name")
-	if err != nil {
-		return err
-	}
-	catalog, err := requiredName(req.CatalogName, "catalog_name")
-	if err != nil {
-		return err
-	}
-	root, err := normalizeRoot(req.StorageRoot)
-	if err != nil {
-		return err
-	}
-	res, err := s.propose(c, &fsm.CreateSchema{Stamp: stamp(c), ID: uuid.NewString(), CatalogName: catalog,
-		Name: name, Comment: req.Comment, Properties: req.Properties, StorageRoot: root})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toSchemaInfo(res.Schema))
-}
-
-func (s *Server) listSchemas(c echo.Context) error {
+func (s *server) listSchemas(c echo.Context) error {
 	catalog := c.QueryParam("catalog_name")
 	if catalog == "" {
-		return invalid("catalog_name is required.")
+		return httpapi.Invalid("catalog_name is required.")
 	}
 	after, limit, err := page(c, maxPage)
 	if err != nil {
 		return err
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -336,22 +312,22 @@ func (s *Server) listSchemas(c echo.Context) error {
 func splitFullName(full string, n int, what string) ([]string, error) {
 	parts := strings.Split(full, ".")
 	if len(parts) != n {
-		return nil, invalid("Invalid %s full name: %q", what, full)
+		return nil, httpapi.Invalid("Invalid %s full name: %q", what, full)
 	}
 	for _, p := range parts {
 		if p == "" {
-			return nil, invalid("Invalid %s full name: %q", what, full)
+			return nil, httpapi.Invalid("Invalid %s full name: %q", what, full)
 		}
 	}
 	return parts, nil
 }
 
-func (s *Server) getSchema(c echo.Context) error {
+func (s *server) getSchema(c echo.Context) error {
 	parts, err := splitFullName(c.Param("full_name"), 2, "schema")
 	if err != nil {
 		return err
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -365,51 +341,43 @@ func (s *Server) getSchema(c echo.Context) error {
 	return c.JSON(http.StatusOK, toSchemaInfo(sc))
 }
 
-func (s *Server) updateSchema(c echo.Context) error {
-	parts, err := splitFullName(c.Param("full_name"), 2, "schema")
+func buildUpdateSchema(in *httpapi.In[updateContainerReq]) (*fsm.UpdateSchema, error) {
+	parts, err := splitFullName(in.Param("full_name"), 2, "schema")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req, err := s.bindUpdate(c)
-	if err != nil {
-		return err
+	if err := checkUpdate(in.Body); err != nil {
+		return nil, err
 	}
-	res, err := s.propose(c, &fsm.UpdateSchema{Stamp: stamp(c), CatalogName: parts[0], Name: parts[1],
-		NewName: req.NewName, Comment: req.Comment, Properties: req.Properties})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toSchemaInfo(res.Schema))
+	return &fsm.UpdateSchema{Stamp: in.Stamp, CatalogName: parts[0], Name: parts[1],
+		NewName: in.Body.NewName, Comment: in.Body.Comment, Properties: in.Body.Properties}, nil
 }
 
-func (s *Server) deleteSchema(c echo.Context) error {
-	parts, err := splitFullName(c.Param("full_name"), 2, "schema")
+func buildDeleteSchema(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteSchema, error) {
+	parts, err := splitFullName(in.Param("full_name"), 2, "schema")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	force, err := forceParam(c)
+	force, err := forceParam(in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := s.propose(c, &fsm.DeleteSchema{Stamp: stamp(c), CatalogName: parts[0], Name: parts[1], Force: force}); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{})
+	return &fsm.DeleteSchema{Stamp: in.Stamp, CatalogName: parts[0], Name: parts[1], Force: force}, nil
 }
 
-func (s *Server) listTables(c echo.Context) error {
+func (s *server) listTables(c echo.Context) error {
 	catalog, schema := c.QueryParam("catalog_name"), c.QueryParam("schema_name")
 	if catalog == "" {
-		return invalid("catalog_name is required.")
+		return httpapi.Invalid("catalog_name is required.")
 	}
 	if schema == "" {
-		return invalid("schema_name is required.")
+		return httpapi.Invalid("schema_name is required.")
 	}
 	after, limit, err := page(c, 50)
 	if err != nil {
 		return err
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -423,45 +391,26 @@ func (s *Server) listTables(c echo.Context) error {
 		func(t *fsm.Table) string { return t.Name }, toTableInfo))
 }
 
-func (s *Server) getTable(c echo.Context) error {
+func (s *server) getTable(c echo.Context) error {
 	parts, err := splitFullName(c.Param("full_name"), 3, "table")
 	if err != nil {
 		return err
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
-	t, err := lookupTable(st, parts[0], parts[1], parts[2])
+	t, err := httpapi.LookupTable(st, parts[0], parts[1], parts[2])
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toTableInfo(t))
 }
 
-func (s *Server) deleteTableUC(c echo.Context) error {
-	parts, err := splitFullName(c.Param("full_name"), 3, "table")
+func buildDeleteTable(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteTable, error) {
+	parts, err := splitFullName(in.Param("full_name"), 3, "table")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := s.propose(c, &fsm.DeleteTable{Stamp: stamp(c), CatalogName: parts[0], SchemaName: parts[1], Name: parts[2]}); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{})
-}
-
-// lookupTable resolves a three-part name with the 404 of the first
-// missing level.
-func lookupTable(st *fsm.State, catalog, schema, name string) (*fsm.Table, error) {
-	if _, ok := st.Catalog(catalog); !ok {
-		return nil, fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
-	}
-	if _, ok := st.Schema(catalog, schema); !ok {
-		return nil, fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", catalog, schema)
-	}
-	t, ok := st.Table(catalog, schema, name)
-	if !ok {
-		return nil, fsm.Errf(fsm.CodeTableNotFound, "Table not found: %s.%s.%s", catalog, schema, name)
-	}
-	return t, nil
+	return &fsm.DeleteTable{Stamp: in.Stamp, CatalogName: parts[0], SchemaName: parts[1], Name: parts[2]}, nil
 }

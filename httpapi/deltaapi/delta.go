@@ -1,6 +1,12 @@
-package httpapi
+// Package deltaapi serves the UC Delta API (kebab-case): config, staging
+// tables, managed and external Delta tables, their commits and vended
+// credentials. It translates between that wire format and fsm commands
+// and state; the httpapi core routes, reads, proposes and renders errors
+// with this package's mapping.
+package deltaapi
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +16,7 @@ import (
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -19,20 +26,48 @@ const (
 	deltaProtocolVersion = "1.0"
 )
 
-// registerDelta mounts the UC Delta API (kebab-case).
-func (s *Server) registerDelta(g *echo.Group) {
+// Prefix is the path the Delta API is served under.
+const Prefix = "/api/2.1/unity-catalog/delta/v1"
+
+// Config configures the Delta API.
+type Config struct {
+	Credentials StaticCredentials
+}
+
+// Server serves the Delta API on a core.
+type Server struct {
+	core *httpapi.Server
+	cfg  Config
+	log  *slog.Logger
+}
+
+// Register mounts the Delta API on the core. Every request goes to the
+// leader (stale reads excepted).
+func Register(core *httpapi.Server, cfg Config) *Server {
+	s := &Server{core: core, cfg: cfg, log: core.Logger()}
+	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	g.GET("/config", s.deltaConfig)
-	g.POST("/catalogs/:catalog/schemas/:schema/staging-tables", s.createStagingTable)
+	g.POST("/catalogs/:catalog/schemas/:schema/staging-tables", httpapi.Write(core, buildStagingTable, nil, s.stagingAnswer))
 	g.GET("/staging-tables/:id/credentials", s.stagingCredentials)
-	g.POST("/catalogs/:catalog/schemas/:schema/tables", s.createDeltaTable)
+	g.POST("/catalogs/:catalog/schemas/:schema/tables", httpapi.Write(core, buildCreateTable, nil, loadAnswer))
 	g.GET(tablePath, s.loadDeltaTable)
 	g.HEAD(tablePath, s.headDeltaTable)
-	g.POST(tablePath, s.updateDeltaTable)
-	g.DELETE(tablePath, s.deleteDeltaTable)
-	g.POST(tablePath+"/rename", s.renameDeltaTable)
+	g.POST(tablePath, httpapi.Write(core, buildUpdateTable, s.decidePurgedReplay, loadAnswer))
+	g.DELETE(tablePath, httpapi.Write(core, buildDeleteTable, nil, noContent))
+	g.POST(tablePath+"/rename", httpapi.Write(core, buildRenameTable, nil, noContent))
 	g.GET(tablePath+"/credentials", s.tableCredentials)
 	g.POST(tablePath+"/metrics", s.reportMetrics)
+	return s
 }
+
+func loadAnswer(c echo.Context, res fsm.Result) error {
+	return c.JSON(http.StatusOK, loadResponse(res.Table))
+}
+
+func noContent(c echo.Context, _ fsm.Result) error { return c.NoContent(http.StatusNoContent) }
+
+// invalid is a 400.
+func invalid(format string, args ...any) error { return httpapi.Invalid(format, args...) }
 
 // deltaEndpoints are the endpoints config advertises, in UC's order.
 var deltaEndpoints = []string{
@@ -60,7 +95,7 @@ func (s *Server) deltaConfig(c echo.Context) error {
 	if err := checkProtocolVersions(q); err != nil {
 		return err
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -136,24 +171,23 @@ func (s *Server) stagingResponse(st *fsm.StagingTable) stagingTableResponse {
 	}
 }
 
-func (s *Server) createStagingTable(c echo.Context) error {
-	var req struct {
-		Name *string `json:"name"`
-	}
-	if _, err := bindJSON(c, &req); err != nil {
-		return err
-	}
+type stagingRequest struct {
+	Name *string `json:"name"`
+}
+
+func buildStagingTable(in *httpapi.In[stagingRequest]) (*fsm.CreateStagingTable, error) {
+	req := in.Body
 	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
-		return invalid("Staging table name is required.")
+		return nil, invalid("Staging table name is required.")
 	}
-	if err := checkName(*req.Name); err != nil {
-		return err
+	if err := httpapi.CheckName(*req.Name); err != nil {
+		return nil, err
 	}
-	res, err := s.propose(c, &fsm.CreateStagingTable{Stamp: stamp(c), ID: uuid.NewString(),
-		CatalogName: c.Param("catalog"), SchemaName: c.Param("schema"), Name: *req.Name})
-	if err != nil {
-		return err
-	}
+	return &fsm.CreateStagingTable{Stamp: in.Stamp, ID: uuid.NewString(),
+		CatalogName: in.Param("catalog"), SchemaName: in.Param("schema"), Name: *req.Name}, nil
+}
+
+func (s *Server) stagingAnswer(c echo.Context, res fsm.Result) error {
 	return c.JSON(http.StatusOK, s.stagingResponse(res.Staging))
 }
 
@@ -162,7 +196,7 @@ func (s *Server) stagingCredentials(c echo.Context) error {
 	if err != nil {
 		return invalid("Invalid staging table id: %s", c.Param("id"))
 	}
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return err
 	}
@@ -177,7 +211,7 @@ func (s *Server) stagingCredentials(c echo.Context) error {
 func loadResponse(t *fsm.Table) loadTableResponse {
 	md := tableMetadata{ETag: t.ETag(), TableType: t.Type, TableUUID: t.ID, Location: t.Location,
 		CreatedTime: t.CreatedAt, UpdatedTime: t.UpdatedAt, Columns: t.Columns,
-		PartitionColumns: t.PartitionColumns, Properties: nonNil(t.Properties)}
+		PartitionColumns: t.PartitionColumns, Properties: httpapi.NonNil(t.Properties)}
 	if len(md.Columns) == 0 {
 		md.Columns = deltaschema.Empty()
 	}
@@ -208,11 +242,11 @@ func loadResponse(t *fsm.Table) loadTableResponse {
 }
 
 func (s *Server) deltaTable(c echo.Context) (*fsm.Table, error) {
-	st, err := s.readState(c)
+	st, err := s.core.State(c)
 	if err != nil {
 		return nil, err
 	}
-	return lookupTable(st, c.Param("catalog"), c.Param("schema"), c.Param("table"))
+	return httpapi.LookupTable(st, c.Param("catalog"), c.Param("schema"), c.Param("table"))
 }
 
 func (s *Server) loadDeltaTable(c echo.Context) error {
@@ -233,35 +267,24 @@ func (s *Server) headDeltaTable(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) updateDeltaTable(c echo.Context) error {
-	var req updateTableRequest
-	found, err := bindJSON(c, &req)
+func buildUpdateTable(in *httpapi.In[updateTableRequest]) (*fsm.UpdateTable, error) {
+	cmd, err := buildUpdate(&in.Body, in.Found)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd, err := buildUpdate(&req, found)
-	if err != nil {
-		return err
-	}
-	cmd.Stamp = stamp(c)
-	cmd.CatalogName, cmd.SchemaName, cmd.Name = c.Param("catalog"), c.Param("schema"), c.Param("table")
-	s.decidePurgedReplay(cmd)
-	res, err := s.propose(c, cmd)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, loadResponse(res.Table))
+	cmd.Stamp = in.Stamp
+	cmd.CatalogName, cmd.SchemaName, cmd.Name = in.Param("catalog"), in.Param("schema"), in.Param("table")
+	return cmd, nil
 }
 
 // decidePurgedReplay compares, before proposing, the published and staged
 // files of a commit whose version the log no longer tracks (files are
 // immutable, so the verdict stays true). The FSM decides with it; without
 // one it answers "unknown, retry".
-func (s *Server) decidePurgedReplay(cmd *fsm.UpdateTable) {
+func (s *Server) decidePurgedReplay(_ echo.Context, st *fsm.State, cmd *fsm.UpdateTable) {
 	if cmd.AddCommit == nil {
 		return
 	}
-	st, _ := s.cluster.StaleState()
 	t, ok := st.Table(cmd.CatalogName, cmd.SchemaName, cmd.Name)
 	if !ok || len(t.Commits) == 0 || cmd.AddCommit.Commit.Version >= t.Commits[0].Version {
 		return
@@ -279,32 +302,25 @@ func (s *Server) decidePurgedReplay(cmd *fsm.UpdateTable) {
 	}
 }
 
-func (s *Server) deleteDeltaTable(c echo.Context) error {
-	if _, err := s.propose(c, &fsm.DeleteTable{Stamp: stamp(c), CatalogName: c.Param("catalog"),
-		SchemaName: c.Param("schema"), Name: c.Param("table")}); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+func buildDeleteTable(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteTable, error) {
+	return &fsm.DeleteTable{Stamp: in.Stamp, CatalogName: in.Param("catalog"),
+		SchemaName: in.Param("schema"), Name: in.Param("table")}, nil
 }
 
-func (s *Server) renameDeltaTable(c echo.Context) error {
-	var req struct {
-		NewName *string `json:"new-name"`
-	}
-	if _, err := bindJSON(c, &req); err != nil {
-		return err
-	}
+type renameRequest struct {
+	NewName *string `json:"new-name"`
+}
+
+func buildRenameTable(in *httpapi.In[renameRequest]) (*fsm.RenameTable, error) {
+	req := in.Body
 	if req.NewName == nil || strings.TrimSpace(*req.NewName) == "" {
-		return invalid("New table name is required.")
+		return nil, invalid("New table name is required.")
 	}
-	if err := checkName(*req.NewName); err != nil {
-		return err
+	if err := httpapi.CheckName(*req.NewName); err != nil {
+		return nil, err
 	}
-	if _, err := s.propose(c, &fsm.RenameTable{Stamp: stamp(c), CatalogName: c.Param("catalog"),
-		SchemaName: c.Param("schema"), Name: c.Param("table"), NewName: *req.NewName}); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	return &fsm.RenameTable{Stamp: in.Stamp, CatalogName: in.Param("catalog"),
+		SchemaName: in.Param("schema"), Name: in.Param("table"), NewName: *req.NewName}, nil
 }
 
 func (s *Server) tableCredentials(c echo.Context) error {
@@ -323,7 +339,7 @@ func (s *Server) reportMetrics(c echo.Context) error {
 	var req struct {
 		TableID *string `json:"table-id"`
 	}
-	if _, err := bindJSON(c, &req); err != nil {
+	if _, err := httpapi.BindJSON(c, &req); err != nil {
 		return err
 	}
 	if req.TableID == nil || *req.TableID == "" {

@@ -1,4 +1,4 @@
-package httpapi
+package deltaapi
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftcat/raftcat/deltaschema"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -241,7 +242,7 @@ func translateSetDomains(cmd *fsm.UpdateTable, u *tableUpdate) error {
 	}
 	var dm domainMetadata
 	if err := json.Unmarshal(u.Updates, &dm); err != nil {
-		return jsonError(err)
+		return httpapi.JSONError(err)
 	}
 	if dm.Clustering == nil && dm.RowTracking == nil {
 		return invalid("set-domain-metadata requires at least one domain entry. Supported domains: [%s, %s]", fsm.DomainClustering, fsm.DomainRowTracking)

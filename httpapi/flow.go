@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// The flows every protocol shares: a read takes the state at the
+// consistency the request asks for (State); a write binds, builds a
+// command, stamps it, settles what must be settled before proposing,
+// proposes and answers (Write). A protocol only translates.
+
+// State returns the state a read handler answers from: linearizable by
+// default (this node is the leader, see ToLeader), or this node's local
+// state when the client asked for a stale read (X-Raftcat-Consistency:
+// stale). The answer carries the index the state reflects.
+func (s *Server) State(c echo.Context) (*fsm.State, error) {
+	var st *fsm.State
+	var idx uint64
+	if isStaleRead(c.Request()) {
+		st, idx = s.cluster.StaleState()
+	} else {
+		var err error
+		if st, idx, err = s.cluster.LinearizableState(c.Request().Context()); err != nil {
+			return nil, err
+		}
+	}
+	c.Response().Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
+	return st, nil
+}
+
+// NoBody is the request type of writes that read no body (their input is
+// the path and the query): Write then leaves the body unread.
+type NoBody struct{}
+
+// In is a write request as its protocol's Build sees it.
+type In[R any] struct {
+	echo.Context
+	Body  R    // the JSON body, decoded
+	Found bool // false when the body was empty or JSON null
+	// Stamp is what the command must carry: the leader's clock and the
+	// caller.
+	Stamp fsm.Stamp
+}
+
+// Build checks a bound write request and translates it into the command
+// to propose.
+type Build[R any, C fsm.Command] func(in *In[R]) (C, error)
+
+// Decide settles, on the leader and before proposing, what the state
+// machine cannot decide itself (it reads no clock and no storage); st is
+// this node's applied state.
+type Decide[C fsm.Command] func(c echo.Context, st *fsm.State, cmd C)
+
+// Render writes the answer from the applied command's result.
+type Render func(c echo.Context, res fsm.Result) error
+
+// Write is the flow of every write: bind the JSON body into R, build the
+// command, stamp it (Build places in.Stamp), let decide (may be nil)
+// settle what must be settled before proposing, propose, and render the
+// result. A domain error the state machine answers with is returned as
+// the request's error, rendered by the group's mapping.
+func Write[R any, C fsm.Command](s *Server, build Build[R, C], decide Decide[C], render Render) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		in := &In[R]{Context: c, Stamp: stamp(c)}
+		if _, none := any(in.Body).(NoBody); !none {
+			var err error
+			if in.Found, err = BindJSON(c, &in.Body); err != nil {
+				return err
+			}
+		}
+		cmd, err := build(in)
+		if err != nil {
+			return err
+		}
+		if decide != nil {
+			st, _ := s.cluster.StaleState()
+			decide(c, st, cmd)
+		}
+		res, err := s.propose(c, cmd)
+		if err != nil {
+			return err
+		}
+		return render(c, res)
+	}
+}
+
+// propose replicates a command and returns its result, or its domain error.
+func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
+	res, idx, err := s.cluster.Propose(c.Request().Context(), cmd)
+	if err != nil {
+		return res, err
+	}
+	c.Response().Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
+	if res.Err != nil {
+		return res, res.Err
+	}
+	return res, nil
+}
+
+// LookupTable resolves a three-part table name with the 404 of the first
+// missing level.
+func LookupTable(st *fsm.State, catalog, schema, name string) (*fsm.Table, error) {
+	if _, ok := st.Catalog(catalog); !ok {
+		return nil, fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
+	}
+	if _, ok := st.Schema(catalog, schema); !ok {
+		return nil, fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", catalog, schema)
+	}
+	t, ok := st.Table(catalog, schema, name)
+	if !ok {
+		return nil, fsm.Errf(fsm.CodeTableNotFound, "Table not found: %s.%s.%s", catalog, schema, name)
+	}
+	return t, nil
+}
+
+// NonNil renders a missing map as {} rather than null.
+func NonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

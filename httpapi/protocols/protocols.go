@@ -1,0 +1,27 @@
+// Package protocols lists the HTTP protocols a raftcat node serves and
+// mounts them on the httpapi core. A new protocol is a package of its own
+// under httpapi and one line here.
+package protocols
+
+import (
+	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/admin"
+	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/ucrest"
+)
+
+// Config configures the protocols.
+type Config struct {
+	Admin admin.Config
+	Delta deltaapi.Config
+}
+
+// Mount registers every protocol on core and returns the admin endpoints
+// (whose Leave takes the node out of the cluster). ops runs the cluster
+// operations the admin endpoints offer.
+func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server {
+	adm := admin.Register(core, ops, cfg.Admin)
+	ucrest.Register(core)
+	deltaapi.Register(core, cfg.Delta)
+	return adm
+}
