@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/storage"
 )
 
 func TestFastDeltaConfigAndStaging(t *testing.T) {
@@ -306,7 +307,7 @@ func TestFastDeltaConfigAndStaging(t *testing.T) {
 // table gets them, and only S3 keys, with an expiry; a file:// table none.
 func TestFastCloudCredentialsAreVended(t *testing.T) {
 	t.Parallel()
-	a := startAPIWith(t, deltaapi.Config{Credentials: deltaapi.StaticCredentials{
+	a := startAPIWith(t, deltaapi.Config{Credentials: storage.StaticCredentials{
 		S3AccessKeyID: "AKIDEXAMPLE", S3SecretAccessKey: "secret", GCSOAuthToken: "gcs-token"}})
 	t.Run("table credentials for s3", func(t *testing.T) { // UC Delta case 36
 		a := a.with(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 	"github.com/raftcat/raftcat/internal/fakecluster"
 	"github.com/raftcat/raftcat/internal/testcluster"
+	"github.com/raftcat/raftcat/storage"
 )
 
 // This package's tests come in two tiers.
@@ -37,8 +38,14 @@ func startAPI(t *testing.T) *api { return startAPIWith(t, deltaapi.Config{}) }
 func startAPIWith(t *testing.T, delta deltaapi.Config) *api {
 	t.Helper()
 	if os.Getenv("RAFTCAT_FAST_TIER_ON_RAFT") != "" {
-		nodes := testcluster.Start(t, 1, testcluster.Options{Credentials: delta.Credentials})
+		creds, _ := delta.Credentials.(storage.StaticCredentials)
+		nodes := testcluster.Start(t, 1, testcluster.Options{Credentials: creds})
 		return &api{t: t, base: nodes[0].URL}
+	}
+	if delta.Objects == nil {
+		objects := storage.NewBlobs(storage.BlobOptions{})
+		t.Cleanup(func() { objects.Close() })
+		delta.Objects = objects
 	}
 	node := fakecluster.New("node1", "file://"+t.TempDir()+"/warehouse")
 	core := httpapi.New(node, httpapi.Config{Logger: testLogger()})

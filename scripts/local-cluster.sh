@@ -10,6 +10,9 @@
 # gossip $((GOSSIP_BASE+i)). Defaults: 8080, 8310, 8320 (so node1 is
 # http://127.0.0.1:8081). Override with RAFTCAT_HTTP_BASE, RAFTCAT_RAFT_BASE,
 # RAFTCAT_GOSSIP_BASE; the state lives in RAFTCAT_CLUSTER_DIR (default ./.cluster).
+# RAFTCAT_STORAGE_ROOT sets the managed storage root of a new cluster
+# (default file://$RAFTCAT_CLUSTER_DIR/warehouse); the other RAFTCAT_*
+# variables reach every node.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,7 +43,7 @@ start() {
       --gossip-addr "127.0.0.1:$((gossip_base + i))" \
       --join "$join" \
       --bootstrap-expect "$n" \
-      --storage-root "file://$dir/warehouse" \
+      --storage-root "${RAFTCAT_STORAGE_ROOT:-file://$dir/warehouse}" \
       >>"$dir/node$i.log" 2>&1 &
     echo $! >"$dir/node$i.pid"
     echo "node$i: pid $!, http://127.0.0.1:$((http_base + i)), log $dir/node$i.log"

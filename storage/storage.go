@@ -1,15 +1,14 @@
-// Package storage knows the table locations raftcat hands out: it
-// normalises location URLs, and reads the few files the catalog itself
-// must look at (published and staged Delta commits when deciding whether a
-// commit for a purged version is a replay).
+// Package storage is raftcat's side of table storage: it normalises the
+// table locations the catalog hands out, reaches the objects the catalog
+// itself must look at through one ObjectStore (published and staged Delta
+// commits when deciding whether a commit for a purged version is a
+// replay), and vends the credentials clients get for a location.
 package storage
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -75,34 +74,4 @@ func LocalPath(loc string) (string, error) {
 		return "", fmt.Errorf("location %s is not on the local filesystem", loc)
 	}
 	return filepath.FromSlash(p), nil
-}
-
-// ErrUnreadable means a file the catalog had to compare could not be read.
-var ErrUnreadable = errors.New("storage file unreadable")
-
-// SameFile reports whether two files below a table location hold the same
-// bytes. Either file missing, being a directory, or storage the catalog
-// cannot read is ErrUnreadable.
-func SameFile(loc, relA, relB string) (bool, error) {
-	a, err := readFile(loc, relA)
-	if err != nil {
-		return false, err
-	}
-	b, err := readFile(loc, relB)
-	if err != nil {
-		return false, err
-	}
-	return bytes.Equal(a, b), nil
-}
-
-func readFile(loc, rel string) ([]byte, error) {
-	root, err := LocalPath(loc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
-	}
-	return b, nil
 }

@@ -1,9 +1,6 @@
 package storage
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,34 +39,5 @@ func TestRootAndUnder(t *testing.T) {
 	}
 	if !IsUnder("file:///a/b/c", "file:///a/b") || IsUnder("file:///a/bc", "file:///a/b") || IsUnder("file:///a/b", "file:///a/b") {
 		t.Fatal("IsUnder wrong")
-	}
-}
-
-func TestSameFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(rel, content string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("a.json", "same")
-	write("b.json", "same")
-	write("c.json", "other")
-	loc := "file://" + filepath.ToSlash(dir)
-	if same, err := SameFile(loc, "a.json", "b.json"); err != nil || !same {
-		t.Fatalf("same: %v %v", same, err)
-	}
-	if same, err := SameFile(loc, "a.json", "c.json"); err != nil || same {
-		t.Fatalf("different: %v %v", same, err)
-	}
-	if _, err := SameFile(loc, "a.json", "missing.json"); !errors.Is(err, ErrUnreadable) {
-		t.Fatalf("missing: %v", err)
-	}
-	if _, err := SameFile("s3://bucket/t", "a", "b"); !errors.Is(err, ErrUnreadable) {
-		t.Fatalf("s3: %v", err)
 	}
 }

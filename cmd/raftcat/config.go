@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
-	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/internal/relay"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -51,7 +51,8 @@ type Config struct {
 	HTTPIdleTimeout   time.Duration
 	RelayFrameTimeout time.Duration
 
-	Credentials deltaapi.StaticCredentials
+	Credentials storage.StaticCredentials
+	Objects     storage.BlobOptions
 }
 
 // bindFlags registers every serve flag; each can also be set through the
@@ -86,6 +87,9 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.GCSOAuthToken, "gcs-oauth-token", "", "OAuth token vended for gs:// table locations")
 	fs.StringVar(&c.Credentials.AzureSASToken, "azure-sas-token", "", "SAS token vended for abfs(s):// table locations")
 	fs.DurationVar(&c.Credentials.TTL, "credential-ttl", time.Hour, "validity declared on vended credentials")
+	fs.StringVar(&c.Objects.S3Endpoint, "s3-endpoint", "", "endpoint of the S3 API the catalog itself reads s3:// table files through, for an S3-compatible server (e.g. http://127.0.0.1:7070; default: AWS's endpoint for the region). Its keys come from the AWS SDK's standard chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, web identity, instance role), not from the vended --s3-* keys")
+	fs.BoolVar(&c.Objects.S3PathStyle, "s3-path-style", false, "address S3 buckets path-style (<endpoint>/<bucket>/<key>) rather than virtual-hosted (<bucket>.<endpoint>/<key>); most S3-compatible servers need it")
+	fs.StringVar(&c.Objects.S3Region, "s3-region", "", "region the catalog's own S3 requests are signed for (default: AWS_REGION or the AWS profile's, else us-east-1)")
 	fs.DurationVar(&c.DeadServerAfter, "dead-server-threshold", 24*time.Hour, "remove a server once gossip has reported it failed this long (0: never remove automatically)")
 	fs.IntVar(&c.MinQuorum, "min-quorum", 0, "automatic removal never leaves fewer voters than this (default: --bootstrap-expect)")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler (net/http/pprof) under /debug/pprof/ on the HTTP listener; unauthenticated, so only where that listener is private")
@@ -164,6 +168,9 @@ func (c *Config) Validate() error {
 	if (c.Credentials.S3AccessKeyID == "") != (c.Credentials.S3SecretAccessKey == "") {
 		errs = append(errs, errors.New("--s3-access-key-id and --s3-secret-access-key go together"))
 	}
+	if err := checkEndpoint(c.Objects.S3Endpoint); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MinQuorum < 0 || c.DeadServerAfter < 0 {
 		errs = append(errs, errors.New("--min-quorum and --dead-server-threshold must not be negative"))
 	}
@@ -177,6 +184,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkEndpoint accepts an empty --s3-endpoint or an http(s) URL.
+func checkEndpoint(ep string) error {
+	if ep == "" {
+		return nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--s3-endpoint %q: want an http:// or https:// URL such as http://127.0.0.1:7070", ep)
+	}
+	return nil
 }
 
 func (c *Config) joinAddrs() []string {

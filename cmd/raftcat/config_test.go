@@ -94,3 +94,27 @@ func TestHelpListsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
 		t.Fatalf("unknown command exit %d, want 2", code)
 	}
 }
+
+func TestObjectStoreSettingsFromFlagsAndEnvironment(t *testing.T) {
+	cfg, err := parse(t, []string{"--s3-region", "eu-west-3"}, map[string]string{
+		"RAFTCAT_S3_ENDPOINT": "http://127.0.0.1:7070", "RAFTCAT_S3_PATH_STYLE": "true", "RAFTCAT_S3_REGION": "us-west-2",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.Objects; o.S3Endpoint != "http://127.0.0.1:7070" || !o.S3PathStyle || o.S3Region != "eu-west-3" {
+		t.Fatalf("object store options: %+v", o)
+	}
+	for _, bad := range []string{"127.0.0.1:7070", "ftp://host", "http://"} {
+		if _, err := parse(t, []string{"--s3-endpoint", bad}, nil); err == nil || !strings.Contains(err.Error(), "--s3-endpoint") {
+			t.Errorf("--s3-endpoint %q: err = %v", bad, err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	run([]string{"serve", "--help"}, &out, &errOut)
+	for _, want := range []string{"--s3-endpoint [RAFTCAT_S3_ENDPOINT]", "--s3-path-style [RAFTCAT_S3_PATH_STYLE]", "--s3-region [RAFTCAT_S3_REGION]", "standard chain"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}

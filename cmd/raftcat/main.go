@@ -21,6 +21,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/protocols"
+	"github.com/raftcat/raftcat/storage"
 )
 
 const usage = `raftcat: a Raft-replicated table catalog serving the Unity Catalog Delta API.
@@ -143,10 +144,12 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
+	objects := storage.NewBlobs(cfg.Objects)
+	defer objects.Close()
 	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
-		Delta: deltaapi.Config{Credentials: cfg.Credentials}})
+		Delta: deltaapi.Config{Credentials: cfg.Credentials, Objects: objects}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,7 +91,12 @@ func (n *opsNode) stillRunning() bool {
 // with extra serve flags per node (extra may be nil).
 func startOpsCluster(t *testing.T, n int, extra func(i int) []string) []*opsNode {
 	t.Helper()
-	bin := raftcatBinary(t)
+	return startOpsClusterOf(t, raftcatBinary(t), n, extra)
+}
+
+// startOpsClusterOf is startOpsCluster running the binary bin.
+func startOpsClusterOf(t *testing.T, bin string, n int, extra func(i int) []string) []*opsNode {
+	t.Helper()
 	ports := freePorts(t, 3*n)
 	root := t.TempDir()
 	nodes := make([]*opsNode, n)
@@ -275,13 +281,14 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 // commitWithBackfill is an add-commit of version v that also reports
-// versions up to v-1 as published, so the unbackfilled-commit limit never
-// applies however many versions a writer commits.
-func commitWithBackfill(uuid string, v int64, fileName string) []byte {
+// versions up to v-lag as published (lag is at least 1), so the
+// unbackfilled-commit limit never applies however many versions a writer
+// commits, and the table keeps its last lag commits.
+func commitWithBackfill(uuid string, v int64, fileName string, lag int64) []byte {
 	body := testcluster.CommitBody(uuid, v, fileName)
-	if v > 1 {
+	if lag = max(lag, 1); v > lag {
 		body["updates"] = append(body["updates"].([]any),
-			map[string]any{"action": "set-latest-backfilled-version", "latest-published-version": v - 1})
+			map[string]any{"action": "set-latest-backfilled-version", "latest-published-version": v - lag})
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -511,6 +518,7 @@ type tableWriter struct {
 	name, uuid, path string
 	urls             []string
 	pref             int
+	lag              int64 // commits left unbackfilled (0: 1)
 	client           *http.Client
 
 	mu       sync.Mutex
@@ -563,7 +571,7 @@ func (w *tableWriter) run(stop <-chan struct{}, giveUp time.Time) {
 		default:
 		}
 		st := versionStat{version: v, file: testcluster.StagedName(v, w.name+"-"+randomID()), firstStart: time.Now()}
-		body := commitWithBackfill(w.uuid, v, st.file)
+		body := commitWithBackfill(w.uuid, v, st.file, w.lag)
 		w.mu.Lock()
 		w.stats = append(w.stats, st)
 		w.mu.Unlock()
@@ -687,16 +695,7 @@ func verifyWriters(t *testing.T, nodes []*opsNode, writers []*tableWriter) {
 			r = testcluster.Do(t, http.MethodGet, leader.url+w.path, nil)
 			return r.Status == http.StatusOK
 		})
-		var loaded struct {
-			Latest  int64 `json:"latest-table-version"`
-			Commits []struct {
-				Version  int64  `json:"version"`
-				FileName string `json:"file-name"`
-			} `json:"commits"`
-		}
-		if err := json.Unmarshal(r.Raw, &loaded); err != nil {
-			t.Fatalf("%s: decode load: %v: %s", w.name, err, r.Raw)
-		}
+		loaded := decodeLoad(t, w.name, r.Raw)
 		maxLatest := highest
 		if unresolved {
 			maxLatest++ // an attempt whose outcome stayed unknown may have landed
@@ -715,15 +714,45 @@ func verifyWriters(t *testing.T, nodes []*opsNode, writers []*tableWriter) {
 		if n := len(loaded.Commits); n == 0 || loaded.Commits[n-1].Version != loaded.Latest {
 			t.Errorf("%s: commits %v do not end at latest-table-version %d", w.name, loaded.Commits, loaded.Latest)
 		}
+		if kept := min(loaded.Latest, max(w.lag, 1)); int64(len(loaded.Commits)) < kept {
+			t.Errorf("%s: %d unbackfilled commits %v, want the last %d", w.name, len(loaded.Commits), loaded.Commits, kept)
+		}
+		// Every node holds the same: the latest version and the
+		// unbackfilled commits just checked against the acknowledgements.
 		for _, nd := range nodes {
 			s := testcluster.Do(t, http.MethodGet, nd.url+w.path, nil, "X-Raftcat-Consistency", "stale")
-			if s.Status != http.StatusOK || s.Body["latest-table-version"] != float64(loaded.Latest) {
-				t.Errorf("%s: %s stale load %d %v, want latest-table-version %d", w.name, nd.name, s.Status, s.Body["latest-table-version"], loaded.Latest)
+			if s.Status != http.StatusOK {
+				t.Errorf("%s: %s stale load %d %s", w.name, nd.name, s.Status, s.Raw)
+				continue
+			}
+			if got := decodeLoad(t, w.name, s.Raw); got.Latest != loaded.Latest || !slices.Equal(got.Commits, loaded.Commits) {
+				t.Errorf("%s: %s stale load: latest-table-version %d commits %v, want %d %v", w.name, nd.name, got.Latest, got.Commits, loaded.Latest, loaded.Commits)
 			}
 		}
 		t.Logf("%s: %d versions acknowledged (%d of them after retries; %d failed attempts), latest-table-version %d",
 			w.name, highest, ackedAfterRetry, failed, loaded.Latest)
 	}
+}
+
+// loadedTable is the part of a Delta table load verifyWriters checks.
+type loadedTable struct {
+	Latest  int64 `json:"latest-table-version"`
+	Commits []struct {
+		Version  int64  `json:"version"`
+		FileName string `json:"file-name"`
+	} `json:"commits"`
+}
+
+// decodeLoad decodes a load answer, its commits in ascending versions
+// (the answer lists the newest first).
+func decodeLoad(t *testing.T, table string, raw []byte) loadedTable {
+	t.Helper()
+	var l loadedTable
+	if err := json.Unmarshal(raw, &l); err != nil {
+		t.Fatalf("%s: decode load: %v: %s", table, err, raw)
+	}
+	slices.Reverse(l.Commits)
+	return l
 }
 
 // TestSIGKILLDuringWriteLoadLosesNoAcknowledgedCommit kills a node with

@@ -6,10 +6,13 @@
 package deltaapi
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -24,6 +27,8 @@ const (
 	tablePath = "/catalogs/:catalog/schemas/:schema/tables/:table"
 	// deltaProtocolVersion is the only Delta API protocol version served.
 	deltaProtocolVersion = "1.0"
+	// objectReadTimeout bounds the replay check's reads of table files.
+	objectReadTimeout = 10 * time.Second
 )
 
 // Prefix is the path the Delta API is served under.
@@ -31,7 +36,19 @@ const Prefix = "/api/2.1/unity-catalog/delta/v1"
 
 // Config configures the Delta API.
 type Config struct {
-	Credentials StaticCredentials
+	// Credentials vend what clients get for a location (nil: nothing;
+	// they use their ambient credentials).
+	Credentials CredentialVendor
+	// Objects reads table files for the purged-version replay check (nil:
+	// such replays answer "unknown, retry").
+	Objects ObjectReader
+}
+
+// ObjectReader reads the table files the catalog itself compares (the
+// published and staged commit of a purged-version replay), named by full
+// location URL; storage.Blobs is one.
+type ObjectReader interface {
+	Read(ctx context.Context, location string) ([]byte, error)
 }
 
 // Server serves the Delta API on a core.
@@ -145,7 +162,7 @@ func isDigits(s string) bool {
 func strp(s string) *string { return &s }
 
 // Staging answer content, fixed as UC 0.7.0 hands it out.
-func (s *Server) stagingResponse(st *fsm.StagingTable) stagingTableResponse {
+func (s *Server) stagingResponse(st *fsm.StagingTable, cred storageCredential) stagingTableResponse {
 	reader, writer := fsm.ManagedReaderFeatures, fsm.ManagedWriterFeatures
 	minR, minW := 3, 7
 	required := map[string]*string{fsm.PropTableID: strp(st.ID)}
@@ -154,7 +171,7 @@ func (s *Server) stagingResponse(st *fsm.StagingTable) stagingTableResponse {
 	}
 	return stagingTableResponse{
 		TableID: st.ID, TableType: fsm.TableManaged, Location: st.Location,
-		StorageCredentials: []storageCredential{s.credentialFor(st.Location, "READ_WRITE")},
+		StorageCredentials: []storageCredential{cred},
 		RequiredProtocol:   deltaProtocol{MinReaderVersion: &minR, MinWriterVersion: &minW, ReaderFeatures: reader, WriterFeatures: writer},
 		SuggestedProtocol: deltaProtocol{ReaderFeatures: []string{"columnMapping"},
 			WriterFeatures: []string{"columnMapping", "domainMetadata", "rowTracking"}},
@@ -188,7 +205,11 @@ func buildStagingTable(in *httpapi.In[stagingRequest]) (*fsm.CreateStagingTable,
 }
 
 func (s *Server) stagingAnswer(c echo.Context, res fsm.Result) error {
-	return c.JSON(http.StatusOK, s.stagingResponse(res.Staging))
+	cred, err := s.credentialFor(c.Request().Context(), res.Staging.Location, "READ_WRITE")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.stagingResponse(res.Staging, cred))
 }
 
 func (s *Server) stagingCredentials(c echo.Context) error {
@@ -204,7 +225,7 @@ func (s *Server) stagingCredentials(c echo.Context) error {
 	if !ok {
 		return fsm.Errf(fsm.CodeStagingNotFound, "Staging table not found with id: %s", id)
 	}
-	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{s.credentialFor(stg.Location, "READ_WRITE")}})
+	return s.credentialsJSON(c, stg.Location, "READ_WRITE")
 }
 
 // loadResponse renders a table as the Delta API's load answer.
@@ -281,7 +302,7 @@ func buildUpdateTable(in *httpapi.In[updateTableRequest]) (*fsm.UpdateTable, err
 // files of a commit whose version the log no longer tracks (files are
 // immutable, so the verdict stays true). The FSM decides with it; without
 // one it answers "unknown, retry".
-func (s *Server) decidePurgedReplay(_ echo.Context, st *fsm.State, cmd *fsm.UpdateTable) {
+func (s *Server) decidePurgedReplay(c echo.Context, st *fsm.State, cmd *fsm.UpdateTable) {
 	if cmd.AddCommit == nil {
 		return
 	}
@@ -290,7 +311,8 @@ func (s *Server) decidePurgedReplay(_ echo.Context, st *fsm.State, cmd *fsm.Upda
 		return
 	}
 	v := cmd.AddCommit.Commit.Version
-	same, err := storage.SameFile(t.Location, publishedName(v), "_delta_log/_staged_commits/"+cmd.AddCommit.Commit.FileName)
+	same, err := s.sameObjects(c.Request().Context(), storage.Join(t.Location, publishedName(v)),
+		storage.Join(t.Location, "_delta_log/_staged_commits/"+cmd.AddCommit.Commit.FileName))
 	switch {
 	case err != nil:
 		s.log.Warn("cannot compare commit files for a purged version", "table", t.FullName(), "version", v, "err", err)
@@ -300,6 +322,17 @@ func (s *Server) decidePurgedReplay(_ echo.Context, st *fsm.State, cmd *fsm.Upda
 	default:
 		cmd.AddCommit.PurgedReplay = fsm.ReplayDifferent
 	}
+}
+
+// sameObjects compares two table files through the object store, giving
+// up after objectReadTimeout.
+func (s *Server) sameObjects(ctx context.Context, a, b string) (bool, error) {
+	if s.cfg.Objects == nil {
+		return false, errors.New("no object store configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, objectReadTimeout)
+	defer cancel()
+	return storage.SameContent(ctx, s.cfg.Objects, a, b)
 }
 
 func buildDeleteTable(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteTable, error) {
@@ -332,7 +365,15 @@ func (s *Server) tableCredentials(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{s.credentialFor(t.Location, op)}})
+	return s.credentialsJSON(c, t.Location, op)
+}
+
+func (s *Server) credentialsJSON(c echo.Context, loc, op string) error {
+	cred, err := s.credentialFor(c.Request().Context(), loc, op)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, credentialsResponse{StorageCredentials: []storageCredential{cred}})
 }
 
 func (s *Server) reportMetrics(c echo.Context) error {

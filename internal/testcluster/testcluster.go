@@ -19,6 +19,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/protocols"
+	"github.com/raftcat/raftcat/storage"
 )
 
 // Node is one running in-process node.
@@ -33,7 +34,8 @@ type Node struct {
 	up   bool
 
 	leaderWait time.Duration
-	creds      deltaapi.StaticCredentials
+	creds      storage.StaticCredentials
+	objects    *storage.Blobs
 }
 
 // Options tune a test cluster.
@@ -43,7 +45,7 @@ type Options struct {
 	// LeaderWait is how long a request waits for a leader before 503 (0: 1s).
 	LeaderWait time.Duration
 	// Credentials are vended for cloud table locations.
-	Credentials deltaapi.StaticCredentials
+	Credentials storage.StaticCredentials
 	// Raft snapshot tuning (0: raft defaults).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -136,8 +138,9 @@ func (nd *Node) start() error {
 	// Restarts must come back on the same addresses: raft's configuration
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
+	nd.objects = storage.NewBlobs(storage.BlobOptions{})
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait})
-	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds}})
+	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(ln)
 	nd.up = true
@@ -154,6 +157,7 @@ func (nd *Node) Stop() {
 	defer cancel()
 	_ = nd.api.Shutdown(ctx, nd.srv)
 	_ = nd.Node.Shutdown()
+	_ = nd.objects.Close()
 }
 
 // Restart starts a stopped node again with its data dir and addresses.
