@@ -5,27 +5,91 @@ import (
 	"strings"
 )
 
-// Names of what a new cluster holds, as Unity Catalog OSS ships.
+// Catalog is the root of a namespace tree.
+type Catalog struct {
+	ID              string            `json:"id"`
+	Name            string            `json:"name"`
+	Comment         string            `json:"comment,omitempty"`
+	Properties      map[string]string `json:"properties,omitempty"`
+	StorageRoot     string            `json:"storage_root,omitempty"`
+	StorageLocation string            `json:"storage_location,omitempty"`
+	Owner           string            `json:"owner,omitempty"`
+	CreatedAt       int64             `json:"created_at"`
+	CreatedBy       string            `json:"created_by,omitempty"`
+	UpdatedAt       int64             `json:"updated_at"`
+	UpdatedBy       string            `json:"updated_by,omitempty"`
+}
+
+// Command types of catalogs.
 const (
-	DefaultCatalog = "unity"
-	DefaultSchema  = "default"
+	CmdCreateCatalog CommandType = 2
+	CmdUpdateCatalog CommandType = 3
+	CmdDeleteCatalog CommandType = 4
 )
+
+// RecordCatalog is the record kind of a catalog.
+const RecordCatalog byte = 2
+
+var catalogTree = newTree("catalogs") // name -> *Catalog
+
+func init() {
+	registerCommand(CmdCreateCatalog, applyCreateCatalog)
+	registerCommand(CmdUpdateCatalog, applyUpdateCatalog)
+	registerCommand(CmdDeleteCatalog, applyDeleteCatalog)
+	registerRecord(RecordCatalog, treeRecord(catalogTree, nil, func(b *Builder, c *Catalog) { b.t.putCatalog(c) }))
+}
+
+// CreateCatalog creates a catalog.
+type CreateCatalog struct {
+	Stamp
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Comment     string            `json:"comment,omitempty"`
+	Properties  map[string]string `json:"properties,omitempty"`
+	StorageRoot string            `json:"storage_root,omitempty"` // normalised
+}
+
+// UpdateCatalog changes a catalog's comment, properties or name.
+type UpdateCatalog struct {
+	Stamp
+	Name       string             `json:"name"`
+	NewName    string             `json:"new_name,omitempty"`
+	Comment    *string            `json:"comment,omitempty"`
+	Properties *map[string]string `json:"properties,omitempty"`
+}
+
+// DeleteCatalog deletes a catalog; Force also deletes what it contains.
+type DeleteCatalog struct {
+	Stamp
+	Name  string `json:"name"`
+	Force bool   `json:"force,omitempty"`
+}
+
+func (*CreateCatalog) Type() CommandType { return CmdCreateCatalog }
+func (*UpdateCatalog) Type() CommandType { return CmdUpdateCatalog }
+func (*DeleteCatalog) Type() CommandType { return CmdDeleteCatalog }
+
+// Catalog returns a catalog by name.
+func (s *State) Catalog(name string) (*Catalog, bool) {
+	return get[*Catalog](s.trees[catalogTree], []byte(name))
+}
+
+// Catalogs lists catalogs in name order, starting after the name `after`
+// (exclusive; "" for the start), at most limit (<=0: all).
+func (s *State) Catalogs(after string, limit int) []*Catalog {
+	var out []*Catalog
+	walkAfter(s.trees[catalogTree], nil, after, limit, func(v any) { out = append(out, v.(*Catalog)) })
+	return out
+}
+
+func (t *tx) catalog(name string) (*Catalog, bool) {
+	return get[*Catalog](t.tree(catalogTree), []byte(name))
+}
+
+func (t *tx) putCatalog(c *Catalog) { t.tree(catalogTree).Insert([]byte(c.Name), c) }
 
 // unityStorage is the managed-storage path segment UC uses.
 const unityStorage = "__unitystorage"
-
-func applyInit(t *tx, c *Init) Result {
-	if t.meta != nil {
-		return Result{NoOp: true}
-	}
-	t.meta = &Metastore{ID: c.MetastoreID, StorageRoot: c.StorageRoot, CreatedAt: c.Time}
-	cat := &Catalog{ID: c.CatalogID, Name: DefaultCatalog, Comment: "Main catalog",
-		CreatedAt: c.Time, UpdatedAt: c.Time, CreatedBy: c.Caller, Owner: c.Caller}
-	t.putCatalog(cat)
-	t.putSchema(&Schema{ID: c.SchemaID, CatalogName: DefaultCatalog, Name: DefaultSchema,
-		Comment: "Default schema", CreatedAt: c.Time, UpdatedAt: c.Time, CreatedBy: c.Caller, Owner: c.Caller})
-	return Result{Catalog: cat}
-}
 
 func managedLocation(root, kind, id string) string {
 	if root == "" {
@@ -34,7 +98,7 @@ func managedLocation(root, kind, id string) string {
 	return strings.TrimRight(root, "/") + "/" + unityStorage + "/" + kind + "/" + id
 }
 
-func applyCreateCatalog(t *tx, c *CreateCatalog) Result {
+func applyCreateCatalog(t *tx, _ uint64, c *CreateCatalog) Result {
 	if _, ok := t.catalog(c.Name); ok {
 		return failed(Errf(CodeCatalogExists, "Catalog already exists: %s", c.Name))
 	}
@@ -45,7 +109,7 @@ func applyCreateCatalog(t *tx, c *CreateCatalog) Result {
 	return Result{Catalog: cat}
 }
 
-func applyUpdateCatalog(t *tx, c *UpdateCatalog) Result {
+func applyUpdateCatalog(t *tx, _ uint64, c *UpdateCatalog) Result {
 	old, ok := t.catalog(c.Name)
 	if !ok {
 		return failed(Errf(CodeCatalogNotFound, "Catalog not found: %s", c.Name))
@@ -63,103 +127,23 @@ func applyUpdateCatalog(t *tx, c *UpdateCatalog) Result {
 			return failed(Errf(CodeCatalogExists, "Catalog already exists: %s", c.NewName))
 		}
 		cat.Name = c.NewName
-		t.catalogs.Delete([]byte(c.Name))
-		moveCatalogChildren(t, c.Name, c.NewName)
+		t.tree(catalogTree).Delete([]byte(c.Name))
+		t.moveBelow([]string{c.Name}, c.NewName)
 	}
 	t.putCatalog(&cat)
 	return Result{Catalog: &cat}
 }
 
-// moveCatalogChildren re-keys every schema and table of a renamed catalog.
-func moveCatalogChildren(t *tx, from, to string) {
-	prefix := []byte(from + sep)
-	for _, k := range keysWithPrefix(t.schemas, prefix) {
-		v, _ := t.schemas.Delete(k)
-		s := *v.(*Schema)
-		s.CatalogName = to
-		t.putSchema(&s)
-	}
-	for _, k := range keysWithPrefix(t.tables, prefix) {
-		v, _ := t.tables.Delete(k)
-		tb := v.(*Table).clone()
-		tb.CatalogName = to
-		t.putTable(tb)
-	}
-}
-
-func applyDeleteCatalog(t *tx, c *DeleteCatalog) Result {
+func applyDeleteCatalog(t *tx, _ uint64, c *DeleteCatalog) Result {
 	cat, ok := t.catalog(c.Name)
 	if !ok {
 		return failed(Errf(CodeCatalogNotFound, "Catalog not found: %s", c.Name))
 	}
-	prefix := []byte(c.Name + sep)
-	schemas := keysWithPrefix(t.schemas, prefix)
-	if len(schemas) > 0 && !c.Force {
+	path := []string{c.Name}
+	if hasPrefix(t.tree(schemaTree), childPrefix(path)) && !c.Force {
 		return failed(Errf(CodeNotEmpty, "Cannot delete catalog with schemas: %s", c.Name))
 	}
-	for _, k := range schemas {
-		t.schemas.Delete(k)
-	}
-	t.tables.DeletePrefix(prefix)
-	t.catalogs.Delete([]byte(c.Name))
+	t.deleteBelow(path)
+	t.tree(catalogTree).Delete([]byte(c.Name))
 	return Result{Catalog: cat}
-}
-
-func applyCreateSchema(t *tx, c *CreateSchema) Result {
-	if _, ok := t.catalog(c.CatalogName); !ok {
-		return failed(Errf(CodeCatalogNotFound, "Catalog not found: %s", c.CatalogName))
-	}
-	if _, ok := t.schema(c.CatalogName, c.Name); ok {
-		return failed(Errf(CodeSchemaExists, "Schema already exists: %s.%s", c.CatalogName, c.Name))
-	}
-	s := &Schema{ID: c.ID, CatalogName: c.CatalogName, Name: c.Name, Comment: c.Comment,
-		Properties: maps.Clone(c.Properties), StorageRoot: c.StorageRoot,
-		StorageLocation: managedLocation(c.StorageRoot, "schemas", c.ID),
-		Owner:           c.Caller, CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time}
-	t.putSchema(s)
-	return Result{Schema: s}
-}
-
-func applyUpdateSchema(t *tx, c *UpdateSchema) Result {
-	_, old, err := t.resolveSchema(c.CatalogName, c.Name)
-	if err != nil {
-		return failed(err)
-	}
-	s := *old
-	if c.Comment != nil {
-		s.Comment = *c.Comment
-	}
-	if c.Properties != nil {
-		s.Properties = maps.Clone(*c.Properties)
-	}
-	s.UpdatedAt, s.UpdatedBy = max(c.Time, old.UpdatedAt), c.Caller
-	if c.NewName != "" && c.NewName != c.Name {
-		if _, exists := t.schema(c.CatalogName, c.NewName); exists {
-			return failed(Errf(CodeSchemaExists, "Schema already exists: %s.%s", c.CatalogName, c.NewName))
-		}
-		s.Name = c.NewName
-		t.schemas.Delete(schemaKey(c.CatalogName, c.Name))
-		for _, k := range keysWithPrefix(t.tables, []byte(c.CatalogName+sep+c.Name+sep)) {
-			v, _ := t.tables.Delete(k)
-			tb := v.(*Table).clone()
-			tb.SchemaName = c.NewName
-			t.putTable(tb)
-		}
-	}
-	t.putSchema(&s)
-	return Result{Schema: &s}
-}
-
-func applyDeleteSchema(t *tx, c *DeleteSchema) Result {
-	_, s, err := t.resolveSchema(c.CatalogName, c.Name)
-	if err != nil {
-		return failed(err)
-	}
-	prefix := []byte(c.CatalogName + sep + c.Name + sep)
-	if len(keysWithPrefix(t.tables, prefix)) > 0 && !c.Force {
-		return failed(Errf(CodeNotEmpty, "Cannot delete schema with tables: %s.%s", c.CatalogName, c.Name))
-	}
-	t.tables.DeletePrefix(prefix)
-	t.schemas.Delete(schemaKey(c.CatalogName, c.Name))
-	return Result{Schema: s}
 }

@@ -1,7 +1,8 @@
 // Package fsm is raftcat's replicated state machine: the catalog state
-// (catalogs, schemas, tables with their commit logs, staging tables), the
-// commands that change it, and the appliers that turn (state, command, raft
-// index) into a new state and a typed result.
+// (a namespace tree of catalogs, schemas and nested namespaces, tables with
+// their per-format state, staging tables), the commands that change it, and
+// the appliers that turn (state, command, raft index) into a new state and
+// a typed result.
 //
 // The package is pure. It reads no clock, draws no random numbers, does no
 // I/O and never lets map iteration order reach its output: everything that
@@ -14,4 +15,32 @@
 // transaction and either commits all of it or discards it, so a rejected
 // command never leaves half its effects behind, and a reader or a snapshot
 // holds a consistent view without blocking the apply loop.
+//
+// # Files
+//
+// The machinery is kind-agnostic: command.go (encoding), registry.go
+// (command and record registries), machine.go and check.go (applying),
+// state.go (trees and transactions), records.go (snapshot records),
+// namespace.go (the namespace tree and its key scheme). Each object kind
+// has one file holding its struct, commands, appliers, tree, record kind
+// and their registration: metastore.go, catalog.go, schema.go,
+// namespace.go, table.go, staging.go. Delta's table state and rules are in
+// table_delta.go and delta_*.go.
+//
+// # Adding an object kind
+//
+// One new file declares the struct; its command types and record kind
+// with explicit, never reused values; its tree (newTree); and an init
+// function that calls registerCommand for each command, registerRecord
+// for its record kind and, for a kind that lives in namespaces,
+// registerChildren so that deleting and renaming namespaces carries it
+// along. Registering a number twice stops the program at start-up. A
+// command that returns the new entity typed adds a field to Result.
+//
+// # Compatibility
+//
+// Command types, payload versions, record kinds and record layouts are
+// append-only: a log entry or snapshot once written applies and restores
+// the same forever. testdata/upgrade holds a log and a backup written by
+// an older release that the tests hold this one to.
 package fsm

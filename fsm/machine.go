@@ -13,6 +13,8 @@ type Result struct {
 	Schema  *Schema
 	Table   *Table
 	Staging *StagingTable
+	// Namespace is a namespace below a schema (nested namespaces).
+	Namespace *Namespace
 	// NoOp is set when the command was recognised as an already-applied
 	// replay and changed nothing.
 	NoOp bool
@@ -66,34 +68,4 @@ func (m *Machine) ApplyCommand(index uint64, cmd Command) Result {
 		m.cur.Store(t.commit())
 	}
 	return res
-}
-
-func dispatch(t *tx, index uint64, cmd Command) Result {
-	switch c := cmd.(type) {
-	case *Init:
-		return applyInit(t, c)
-	case *CreateCatalog:
-		return applyCreateCatalog(t, c)
-	case *UpdateCatalog:
-		return applyUpdateCatalog(t, c)
-	case *DeleteCatalog:
-		return applyDeleteCatalog(t, c)
-	case *CreateSchema:
-		return applyCreateSchema(t, c)
-	case *UpdateSchema:
-		return applyUpdateSchema(t, c)
-	case *DeleteSchema:
-		return applyDeleteSchema(t, c)
-	case *CreateStagingTable:
-		return applyCreateStagingTable(t, c)
-	case *CreateTable:
-		return applyCreateTable(t, index, c)
-	case *UpdateTable:
-		return applyUpdateTable(t, index, c)
-	case *DeleteTable:
-		return applyDeleteTable(t, c)
-	case *RenameTable:
-		return applyRenameTable(t, index, c)
-	}
-	panic(fmt.Sprintf("fsm: no applier for %T", cmd))
 }

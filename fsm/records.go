@@ -6,38 +6,33 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
-	iradix "github.com/hashicorp/go-immutable-radix"
 )
 
-// Record kinds of the state's serialised form (snapshots, backups).
-// Append only.
+// Record kinds of the state's serialised form (snapshots, backups) are
+// append only. Each is declared and registered (registerRecord) in the
+// file of its object kind.
+
+// Record layouts: how the payloads of the record kinds are shaped. A
+// snapshot stream says which layout its records have; readers decode every
+// layout from OldestRecordLayout on.
 const (
-	RecordMetastore byte = iota + 1
-	RecordCatalog
-	RecordSchema
-	RecordTable
-	RecordStaging
+	// RecordLayout is the layout WriteRecords writes: a table's Delta
+	// state under "delta".
+	RecordLayout uint16 = 2
+	// OldestRecordLayout is that of release 2fa8555 and before: a table's
+	// Delta state ("commits", "uniform") at the top level of its record.
+	OldestRecordLayout uint16 = 1
 )
 
-// WriteRecords streams the whole state as records, one entity each, in a
-// fixed order (metastore, catalogs, schemas, tables, staging tables; each
-// by key). Equal states produce equal record streams.
+// WriteRecords streams the whole state as records of RecordLayout, one
+// entity each, in a fixed order: by record kind, then by key within a
+// kind. Equal states produce equal record streams.
 func (s *State) WriteRecords(emit func(kind byte, payload []byte) error) error {
-	if s.meta != nil {
-		if err := emitJSON(emit, RecordMetastore, s.meta); err != nil {
-			return err
+	for kind, spec := range recordSpecs {
+		if spec == nil {
+			continue
 		}
-	}
-	for _, t := range []struct {
-		kind byte
-		tree *iradix.Tree
-	}{{RecordCatalog, s.catalogs}, {RecordSchema, s.schemas}, {RecordTable, s.tables}, {RecordStaging, s.staging}} {
-		var err error
-		t.tree.Root().Walk(func(_ []byte, v any) bool {
-			err = emitJSON(emit, t.kind, v)
-			return err != nil
-		})
+		err := spec.write(s, func(v any) error { return emitJSON(emit, byte(kind), v) })
 		if err != nil {
 			return err
 		}
@@ -59,7 +54,7 @@ type Builder struct{ t *tx }
 // NewBuilder starts an empty state.
 func NewBuilder() *Builder { return &Builder{t: NewState().begin()} }
 
-// Add adds one record.
+// Add adds one record of RecordLayout.
 func (b *Builder) Add(kind byte, payload []byte) error {
 	d, err := DecodeRecord(kind, payload)
 	if err != nil {
@@ -71,68 +66,37 @@ func (b *Builder) Add(kind byte, payload []byte) error {
 
 // Decoded is one state record, decoded and ready for Builder.Put.
 type Decoded struct {
-	kind byte
+	spec *recordSpec
 	v    any
 }
 
-// DecodeRecord decodes one record without touching any builder, so
-// records can be decoded in parallel and then put in their order.
+// DecodeRecord decodes one record of RecordLayout without touching any
+// builder, so records can be decoded in parallel and then put in their
+// order.
 func DecodeRecord(kind byte, payload []byte) (Decoded, error) {
-	var v any
-	switch kind {
-	case RecordMetastore:
-		v = &Metastore{}
-	case RecordCatalog:
-		v = &Catalog{}
-	case RecordSchema:
-		v = &Schema{}
-	case RecordTable:
-		v = &Table{}
-	case RecordStaging:
-		v = &StagingTable{}
-	default:
+	return DecodeRecordLayout(RecordLayout, kind, payload)
+}
+
+// DecodeRecordLayout is DecodeRecord for a record of the given layout.
+func DecodeRecordLayout(layout uint16, kind byte, payload []byte) (Decoded, error) {
+	if layout < OldestRecordLayout || layout > RecordLayout {
+		return Decoded{}, fmt.Errorf("unknown state record layout %d", layout)
+	}
+	spec := recordSpecs[kind]
+	if spec == nil {
 		return Decoded{}, fmt.Errorf("unknown state record kind %d", kind)
 	}
-	if err := json.Unmarshal(payload, v); err != nil {
+	v, err := spec.decode(layout, payload)
+	if err != nil {
 		return Decoded{}, fmt.Errorf("decode state record kind %d: %w", kind, err)
 	}
-	if tb, ok := v.(*Table); ok {
-		tb.compact()
-	}
-	return Decoded{kind: kind, v: v}, nil
+	return Decoded{spec: spec, v: v}, nil
 }
 
 // Put adds a decoded record.
 func (b *Builder) Put(d Decoded) {
-	switch v := d.v.(type) {
-	case *Metastore:
-		b.t.meta = v
-	case *Catalog:
-		b.t.putCatalog(v)
-	case *Schema:
-		b.t.putSchema(v)
-	case *Table:
-		if s, ok := b.t.schema(v.CatalogName, v.SchemaName); ok {
-			v.CatalogName, v.SchemaName = s.CatalogName, s.Name
-		}
-		b.t.putTable(v)
-	case *StagingTable:
-		b.shareStaging(v)
-		b.t.putStaging(v)
-	}
-}
-
-// shareStaging points a staging row's strings at the equal ones its
-// schema and table already hold (records come schemas, tables, staging).
-func (b *Builder) shareStaging(st *StagingTable) {
-	if s, ok := b.t.schema(st.CatalogName, st.SchemaName); ok {
-		st.CatalogName, st.SchemaName = s.CatalogName, s.Name
-	}
-	if tb, ok := b.t.table(st.CatalogName, st.SchemaName, st.Name); ok && tb.ID == st.ID {
-		if tb.Location == st.Location {
-			st.Location = tb.Location
-		}
-		st.ID, st.Name = tb.ID, tb.Name
+	if d.spec != nil {
+		d.spec.put(b, d.v)
 	}
 }
 
@@ -141,7 +105,9 @@ func (b *Builder) State() *State { return b.t.commit() }
 
 // Digest is a SHA-256 over the state's record stream: equal on every
 // replica that has applied the same log prefix, different as soon as any
-// entity differs. Operators and tests use it to prove convergence.
+// entity differs. Operators and tests use it to prove convergence. It
+// covers the records as RecordLayout shapes them, so it is comparable
+// between replicas that write the same layout.
 func (s *State) Digest() string {
 	h := sha256.New()
 	var lenBuf [binary.MaxVarintLen64]byte

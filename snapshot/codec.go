@@ -3,7 +3,7 @@
 // a catalog with hundreds of thousands of tables can be saved and restored
 // without ever holding a second full copy of it in memory.
 //
-// # Stream format (version 1)
+// # Stream format (versions 1 and 2)
 //
 // All integers are big-endian unless noted; "uvarint" is the unsigned varint
 // of encoding/binary and must use the minimal encoding.
@@ -31,7 +31,10 @@
 // is even reached.
 //
 // The version is a major version: readers refuse any version they do not
-// know. Adding optional JSON header fields does not require a new version,
+// know. Versions 1 and 2 frame records alike; the version also says how the
+// record payloads are laid out (fsm record layout 1 or 2, see fsm.RecordLayout),
+// so a reader accepts both and decodes each stream's records by its own
+// layout, while writers write the newest. Adding optional JSON header fields does not require a new version,
 // since unknown header fields are ignored by older readers.
 package snapshot
 
@@ -47,9 +50,12 @@ import (
 )
 
 const (
-	// FormatVersion is the format version written by Writer and the only one
-	// Reader accepts.
-	FormatVersion uint16 = 1
+	// FormatVersion is the format version written by Writer.
+	FormatVersion uint16 = 2
+
+	// OldestFormatVersion is the oldest version Reader accepts (release
+	// 2fa8555 and before wrote version 1).
+	OldestFormatVersion uint16 = 1
 
 	// MaxRecordSize bounds a record payload so a damaged length prefix cannot
 	// make a reader allocate an absurd amount of memory.
@@ -241,7 +247,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return nil, err
 	}
 	version := binary.BigEndian.Uint16(pre[:2])
-	if version != FormatVersion {
+	if version < OldestFormatVersion || version > FormatVersion {
 		return nil, fmt.Errorf("%w %d", ErrUnsupportedVersion, version)
 	}
 	hlen := binary.BigEndian.Uint32(pre[2:])

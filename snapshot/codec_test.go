@@ -192,7 +192,7 @@ func TestDeterministic(t *testing.T) {
 	if b := encode(t, h, smallRecords()); !bytes.Equal(a, b) {
 		t.Fatal("Header.Version supplied by caller changed the output")
 	}
-	if !bytes.HasPrefix(a, []byte("RAFTCAT\x00\x00\x01")) {
+	if !bytes.HasPrefix(a, []byte("RAFTCAT\x00\x00\x02")) {
 		t.Fatalf("unexpected prefix %q", a[:10])
 	}
 }
@@ -282,8 +282,8 @@ func TestStructuralErrors(t *testing.T) {
 		}(), "overflow"},
 		{"header version mismatch", func() []byte {
 			b := bytes.Clone(data)
-			i := bytes.Index(b, []byte(`"version":1`))
-			b[i+len(`"version":`)] = '2'
+			i := bytes.Index(b, []byte(`"version":2`))
+			b[i+len(`"version":`)] = '1'
 			return fixChecksum(b)
 		}(), "header version"},
 		{"header not json", func() []byte {
@@ -322,7 +322,7 @@ func TestBadMagic(t *testing.T) {
 }
 
 func TestFutureVersion(t *testing.T) {
-	for _, v := range []uint16{0, 2, 0xffff} {
+	for _, v := range []uint16{0, 3, 0xffff} {
 		data := smallStream(t)
 		binary.BigEndian.PutUint16(data[8:], v)
 		_, _, err := Verify(bytes.NewReader(data))

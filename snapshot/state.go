@@ -38,7 +38,7 @@ func ReadStateFrom(sr *Reader) (*fsm.State, Header, error) {
 	stop := make(chan struct{})
 	defer close(stop)
 	b := fsm.NewBuilder()
-	for c := range decodeAhead(sr, stop) {
+	for c := range decodeAhead(sr, recordLayout(sr.Header().Version), stop) {
 		<-c.done
 		for _, d := range c.out {
 			b.Put(d)
@@ -56,11 +56,21 @@ func ReadStateFrom(sr *Reader) (*fsm.State, Header, error) {
 	return nil, Header{}, errors.New("snapshot: record stream ended without its trailer")
 }
 
+// recordLayout is the fsm record layout of a stream version: version 1
+// streams carry layout 1 records, version 2 streams layout 2.
+func recordLayout(version uint16) uint16 {
+	if version == 1 {
+		return fsm.OldestRecordLayout
+	}
+	return fsm.RecordLayout
+}
+
 // chunk is a run of records decoded together. Records are read in order,
 // decoded by as many goroutines as there are processors (JSON decoding is
 // most of the time a large snapshot takes to load), and put into the
 // builder in their order, so the state is the same as a sequential read.
 type chunk struct {
+	layout    uint16
 	kinds     []byte
 	payloads  [][]byte
 	out       []fsm.Decoded
@@ -73,7 +83,7 @@ const chunkRecords = 256
 
 // decodeAhead reads chunks of records and hands them to decoders; it
 // returns the chunks in stream order. Closing stop ends it early.
-func decodeAhead(sr *Reader, stop <-chan struct{}) <-chan *chunk {
+func decodeAhead(sr *Reader, layout uint16, stop <-chan struct{}) <-chan *chunk {
 	workers := runtime.GOMAXPROCS(0)
 	ordered := make(chan *chunk, 2*workers)
 	work := make(chan *chunk, 2*workers)
@@ -88,7 +98,7 @@ func decodeAhead(sr *Reader, stop <-chan struct{}) <-chan *chunk {
 		defer close(ordered)
 		defer close(work)
 		for {
-			c := &chunk{done: make(chan struct{})}
+			c := &chunk{layout: layout, done: make(chan struct{})}
 			for len(c.kinds) < chunkRecords {
 				kind, payload, err := sr.Next()
 				if err != nil {
@@ -121,7 +131,7 @@ func (c *chunk) decode() {
 	defer close(c.done)
 	c.out = make([]fsm.Decoded, 0, len(c.kinds))
 	for i, kind := range c.kinds {
-		d, err := fsm.DecodeRecord(kind, c.payloads[i])
+		d, err := fsm.DecodeRecordLayout(c.layout, kind, c.payloads[i])
 		if err != nil {
 			c.decodeErr = err
 			return

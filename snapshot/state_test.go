@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -188,4 +189,64 @@ func TestReadStateAcrossChunksKeepsOrderAndRejectsLateCorruption(t *testing.T) {
 	if _, _, err := ReadState(bytes.NewReader(buf.Bytes())); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("late corrupt record: err = %v, want ErrCorrupt", err)
 	}
+}
+
+// asVersion1 rewrites a stream's version (prefix and header) to 1.
+func asVersion1(t *testing.T, data []byte) []byte {
+	t.Helper()
+	b := bytes.Clone(data)
+	binary.BigEndian.PutUint16(b[8:], 1)
+	i := bytes.Index(b, []byte(`"version":2`))
+	if i < 0 {
+		t.Fatal("no header version")
+	}
+	b[i+len(`"version":`)] = '1'
+	return fixChecksum(b)
+}
+
+// A version 1 stream (release 2fa8555 and before) is read with record
+// layout 1, where a table's commit log sits at the top level of its record;
+// the same records in a version 2 stream are read with layout 2.
+func TestReadsVersion1Streams(t *testing.T) {
+	h := Header{Index: 9, Term: 2}
+	recs := []record{
+		{fsm.RecordMetastore, []byte(`{"id":"ms","storage_root":"s3://root","created_at":1}`)},
+		{fsm.RecordCatalog, []byte(`{"id":"c1","name":"unity","created_at":1,"updated_at":1}`)},
+		{fsm.RecordSchema, []byte(`{"id":"s1","catalog_name":"unity","name":"default","created_at":1,"updated_at":1}`)},
+		{fsm.RecordTable, []byte(`{"id":"t1","catalog_name":"unity","schema_name":"default","name":"t","format":"DELTA",` +
+			`"type":"MANAGED","location":"s3://root/t1","uniform":{"metadata_location":"s3://root/t1/m.json",` +
+			`"converted_delta_version":2,"converted_delta_timestamp":5},"created_at":1,"updated_at":1,"meta_index":4,` +
+			`"commits":[{"version":1,"timestamp":2,"file_name":"1.json","file_size":3,"file_modification_timestamp":4},` +
+			`{"version":2,"timestamp":3,"file_name":"2.json","file_size":3,"file_modification_timestamp":4}]}`)},
+	}
+	v2 := encode(t, h, recs)
+	st, hdr, err := ReadState(bytes.NewReader(asVersion1(t, v2)))
+	if err != nil {
+		t.Fatalf("version 1 stream: %v", err)
+	}
+	tb, ok := st.Table("unity", "default", "t")
+	if hdr.Version != 1 || !ok || tb.LatestVersion() != 2 || len(tb.Commits) != 2 || tb.Uniform == nil || tb.Uniform.ConvertedDeltaVersion != 2 {
+		t.Fatalf("version 1 table = %+v (header %+v)", tb, hdr)
+	}
+	st, _, err = ReadState(bytes.NewReader(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb, _ := st.Table("unity", "default", "t"); len(tb.Commits) != 0 || tb.Uniform != nil {
+		t.Fatalf("layout 2 read top-level Delta fields: %+v", tb)
+	}
+	// Written again, the state is a version 2 stream that reads the same.
+	again := stateBytes(t, mustRead(t, asVersion1(t, v2)), h)
+	if st, hdr, err := ReadState(bytes.NewReader(again)); err != nil || hdr.Version != FormatVersion || st.Digest() != mustRead(t, asVersion1(t, v2)).Digest() {
+		t.Fatalf("rewritten: %v, header %+v", err, hdr)
+	}
+}
+
+func mustRead(t *testing.T, data []byte) *fsm.State {
+	t.Helper()
+	st, _, err := ReadState(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -340,8 +340,8 @@ func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 		}
 		return m[1]
 	}
-	if got := field("format version"); got != "1" {
-		t.Errorf("format version %s, want 1\n%s", got, out)
+	if got := field("format version"); got != "2" {
+		t.Errorf("format version %s, want 2\n%s", got, out)
 	}
 	if idx, err := strconv.ParseUint(field("raft index"), 10, 64); err != nil || idx == 0 {
 		t.Errorf("raft index %q, want a positive number\n%s", field("raft index"), out)

@@ -6,6 +6,59 @@ import (
 	"strings"
 )
 
+// CmdUpdateTable is the command type of UpdateTable.
+const CmdUpdateTable CommandType = 10
+
+func init() { registerCommand(CmdUpdateTable, applyUpdateTable) }
+
+// Purged-version replay verdicts, decided by reading storage before proposing.
+const (
+	ReplayIdentical = "identical" // published file bytes equal the staged file's
+	ReplayDifferent = "different"
+	ReplayUnknown   = "unknown" // storage could not be read
+)
+
+// AddCommit ratifies the next version of a managed table.
+type AddCommit struct {
+	Commit  Commit          `json:"commit"`
+	Uniform *IcebergUniform `json:"uniform,omitempty"`
+	// PurgedReplay is the storage verdict for a version below the oldest
+	// tracked one, computed before proposing; empty when not computed.
+	PurgedReplay string `json:"purged_replay,omitempty"`
+}
+
+// SnapshotVersion records an external table's last commit.
+type SnapshotVersion struct {
+	LastCommitVersion     int64 `json:"last_commit_version"`
+	LastCommitTimestampMs int64 `json:"last_commit_timestamp_ms"`
+}
+
+// UpdateTable is one Delta API update request: requirements plus at most
+// one of each action. The FSM applies the actions in a fixed canonical
+// order, whatever their order on the wire, and all or nothing.
+type UpdateTable struct {
+	Stamp
+	CatalogName string  `json:"catalog_name"`
+	SchemaName  string  `json:"schema_name"`
+	Name        string  `json:"name"`
+	AssertUUID  string  `json:"assert_uuid"`
+	AssertETag  *string `json:"assert_etag,omitempty"`
+
+	SetColumns           *ColumnsSpec       `json:"set_columns,omitempty"`
+	SetPartitionColumns  *[]string          `json:"set_partition_columns,omitempty"`
+	SetProtocol          *Protocol          `json:"set_protocol,omitempty"`
+	SetProperties        *map[string]string `json:"set_properties,omitempty"`
+	RemoveProperties     *[]string          `json:"remove_properties,omitempty"`
+	SetDomainMetadata    *DomainMetadata    `json:"set_domain_metadata,omitempty"`
+	RemoveDomainMetadata *[]string          `json:"remove_domain_metadata,omitempty"`
+	SetTableComment      *string            `json:"set_table_comment,omitempty"`
+	SetSnapshotVersion   *SnapshotVersion   `json:"set_snapshot_version,omitempty"`
+	AddCommit            *AddCommit         `json:"add_commit,omitempty"`
+	SetLatestBackfilled  *int64             `json:"set_latest_backfilled,omitempty"`
+}
+
+func (*UpdateTable) Type() CommandType { return CmdUpdateTable }
+
 // applyUpdateTable runs one Delta API update against the state at this
 // index: resolve, assert-table-uuid, the actions in canonical order on a
 // clone, the commit log, then assert-etag against the pre-apply etag. Any
