@@ -150,3 +150,28 @@ func hasCatalog(st *fsm.State, name string) bool {
 	_, ok := st.Catalog(name)
 	return ok
 }
+
+// A leader stamps the current rules only while every server of the
+// configuration gossips that it knows them.
+func TestRulesAreTheLowestEveryServerKnows(t *testing.T) {
+	n, err := openSingle(t, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown()
+	waitLeading(t, n)
+	if got := n.Rules(); got != fsm.CurrentRules {
+		t.Fatalf("alone: rules %d, want %d", got, fsm.CurrentRules)
+	}
+	if err := n.raft.AddNonvoter("unseen", "127.0.0.1:1", 0, 0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Rules(); got != fsm.RulesOriginal {
+		t.Fatalf("with a server gossip has not seen: rules %d, want %d", got, fsm.RulesOriginal)
+	}
+	cmd := &fsm.CreateCatalog{Name: "c"}
+	n.stampRules(cmd)
+	if cmd.Rules != fsm.RulesOriginal {
+		t.Fatalf("stamped rules %d", cmd.Rules)
+	}
+}

@@ -25,6 +25,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 }
 
 func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
+	n.stampRules(cmd)
 	data, err := fsm.EncodeChecked(cmd)
 	if err != nil {
 		return fsm.Result{}, 0, err

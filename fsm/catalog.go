@@ -102,6 +102,9 @@ func applyCreateCatalog(t *tx, _ uint64, c *CreateCatalog) Result {
 	if _, ok := t.catalog(c.Name); ok {
 		return failed(Errf(CodeCatalogExists, "Catalog already exists: %s", c.Name))
 	}
+	if err := t.checkRootLocation(c.Rules, c.StorageRoot); err != nil {
+		return failed(err)
+	}
 	cat := &Catalog{ID: c.ID, Name: c.Name, Comment: c.Comment, Properties: maps.Clone(c.Properties),
 		StorageRoot: c.StorageRoot, StorageLocation: managedLocation(c.StorageRoot, "catalogs", c.ID),
 		Owner: c.Caller, CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time}

@@ -68,4 +68,10 @@ func Decode(b []byte) (Command, error) {
 type Stamp struct {
 	Time   int64  `json:"time"`             // leader wall clock, epoch ms
 	Caller string `json:"caller,omitempty"` // authenticated principal, if any
+	// Rules is the validation level the command applies under (Rules*),
+	// decided by the leader from what every replica knows.
+	Rules uint16 `json:"rules,omitempty"`
 }
+
+// SetRules sets the validation level a command is proposed under.
+func (s *Stamp) SetRules(r uint16) { s.Rules = r }

@@ -27,6 +27,7 @@ type logGen struct {
 	clock   int64
 	ids     int
 	staging []string
+	rules   bool // stamp the current validation rules (else the original ones)
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
@@ -39,7 +40,11 @@ func (g *logGen) stamp() fsm.Stamp {
 	if g.rng.IntN(20) == 0 {
 		caller = "bob"
 	}
-	return fsm.Stamp{Time: g.clock, Caller: caller}
+	st := fsm.Stamp{Time: g.clock, Caller: caller}
+	if g.rules {
+		st.Rules = fsm.CurrentRules
+	}
+	return st
 }
 
 func (g *logGen) id(prefix string) string {
@@ -511,12 +516,14 @@ func sameAnswers(t testing.TB, a, b *fsm.State, stagingIDs []string) {
 
 func TestDeterministicReplicasAndSnapshots(t *testing.T) {
 	for _, seed := range []uint64{20240611, 7, 99991} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkDeterministic(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkDeterministic(t, seed, false) })
+		t.Run(fmt.Sprint(seed, " with current rules"), func(t *testing.T) { checkDeterministic(t, seed, true) })
 	}
 }
 
-func checkDeterministic(t *testing.T, seed uint64) {
+func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	g := newLogGen(t, seed)
+	g.rules = rules
 	g.emit(&fsm.Init{Stamp: g.stamp(), MetastoreID: "ms", StorageRoot: metastoreRoot, CatalogID: "cat-u", SchemaID: "sch-d"})
 	for i := range 3 {
 		root := ""

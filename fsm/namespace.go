@@ -241,6 +241,8 @@ type childTree struct {
 	// renamed returns a copy of v, whose path element `level` is renamed to
 	// name, and its new key.
 	renamed func(v any, level int, name string) ([]byte, any)
+	// deleted, if set, sees each entry a namespace deletion removes.
+	deleted func(t *tx, v any)
 }
 
 var childTrees []childTree
@@ -263,8 +265,26 @@ func (t *tx) hasChildren(path []string) bool {
 // deleteBelow deletes everything below path.
 func (t *tx) deleteBelow(path []string) {
 	for _, c := range childTrees {
+		if c.deleted != nil {
+			t.tree(c.tree).Root().WalkPrefix(childPrefix(path), func(_ []byte, v any) bool {
+				c.deleted(t, v)
+				return false
+			})
+		}
 		t.tree(c.tree).DeletePrefix(childPrefix(path))
 	}
+}
+
+// onDeleteBelow has deleted called for every entry of a child tree that a
+// namespace deletion takes with it (to keep an index of them current).
+func onDeleteBelow(tree treeID, deleted func(t *tx, v any)) {
+	for i := range childTrees {
+		if childTrees[i].tree == tree {
+			childTrees[i].deleted = deleted
+			return
+		}
+	}
+	panic("fsm: onDeleteBelow before registerChildren")
 }
 
 // moveBelow re-keys everything below the namespace at path, which is

@@ -120,6 +120,9 @@ func applyCreateSchema(t *tx, _ uint64, c *CreateSchema) Result {
 	if _, ok := t.schema(c.CatalogName, c.Name); ok {
 		return failed(Errf(CodeSchemaExists, "Schema already exists: %s.%s", c.CatalogName, c.Name))
 	}
+	if err := t.checkRootLocation(c.Rules, c.StorageRoot); err != nil {
+		return failed(err)
+	}
 	s := &Schema{ID: c.ID, CatalogName: c.CatalogName, Name: c.Name, Comment: c.Comment,
 		Properties: maps.Clone(c.Properties), StorageRoot: c.StorageRoot,
 		StorageLocation: managedLocation(c.StorageRoot, "schemas", c.ID),

@@ -122,6 +122,7 @@ func init() {
 	registerCommand(CmdRenameTable, applyRenameTable)
 	registerRecord(RecordTable, treeRecord(tableTree, decodeTable, putRestoredTable))
 	registerChildren(tableTree, renamedTable)
+	onDeleteBelow(tableTree, func(t *tx, v any) { t.unindexTable(v.(*Table)) })
 }
 
 // tableLayout1 is a table record of layout 1, which kept the Delta state's
@@ -239,7 +240,10 @@ func (t *Table) key() []byte {
 	return tableKey(t.CatalogName, t.SchemaName, t.Name)
 }
 
-func (t *tx) putTable(tb *Table) { t.tree(tableTree).Insert(tb.key(), tb) }
+func (t *tx) putTable(tb *Table) {
+	t.tree(tableTree).Insert(tb.key(), tb)
+	t.indexTable(tb)
+}
 
 // renamedTable is a table below a renamed namespace.
 func renamedTable(v any, level int, name string) ([]byte, any) {
@@ -289,6 +293,9 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 		}
 		id, location = st.ID, st.Location // equal to the command's; shared with the staging row
 	}
+	if err := t.checkTableLocation(c); err != nil {
+		return failed(err)
+	}
 	tb := &Table{ID: id, CatalogName: sch.CatalogName, SchemaName: sch.Name, Name: c.Name,
 		Format: canonEnum(c.Format), Type: canonEnum(c.TableType), Location: location, Comment: c.Comment,
 		PartitionColumns: slices.Clone(c.PartitionColumns), DeltaState: DeltaState{Uniform: c.Uniform},
@@ -311,6 +318,7 @@ func applyDeleteTable(t *tx, _ uint64, c *DeleteTable) Result {
 		return failed(err)
 	}
 	t.tree(tableTree).Delete(tableKey(c.CatalogName, c.SchemaName, c.Name))
+	t.unindexTable(tb)
 	return Result{Table: tb}
 }
 

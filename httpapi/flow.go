@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -44,6 +46,21 @@ type In[R any] struct {
 	// Stamp is what the command must carry: the leader's clock and the
 	// caller.
 	Stamp fsm.Stamp
+
+	dataDir string // the serving node's data directory
+}
+
+// CheckNotReserved refuses a table location or storage root inside the
+// serving node's own data directory (its raft log and snapshots).
+func (in *In[R]) CheckNotReserved(field, loc string) error {
+	if in.dataDir == "" || loc == "" {
+		return nil
+	}
+	dir := "file://" + strings.TrimRight(filepath.ToSlash(in.dataDir), "/")
+	if loc == dir || strings.HasPrefix(loc, dir+"/") {
+		return Invalid("%s '%s' is inside the catalog server's own data directory.", field, Clip(loc))
+	}
+	return nil
 }
 
 // Build checks a bound write request and translates it into the command
@@ -65,7 +82,7 @@ type Render func(c echo.Context, res fsm.Result) error
 // the request's error, rendered by the group's mapping.
 func Write[R any, C fsm.Command](s *Server, build Build[R, C], decide Decide[C], render Render) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		in := &In[R]{Context: c, Stamp: stamp(c)}
+		in := &In[R]{Context: c, Stamp: stamp(c), dataDir: s.cfg.DataDir}
 		if _, none := any(in.Body).(NoBody); !none {
 			var err error
 			if in.Found, err = BindJSON(c, &in.Body); err != nil {

@@ -57,6 +57,10 @@ type Config struct {
 	// connection between requests (0: 120s). FrameTimeout bounds one
 	// relayed request's arrival on a relay connection (0: 30s).
 	ReadTimeout, IdleTimeout, FrameTimeout time.Duration
+
+	// DataDir is the node's data directory: no table location or storage
+	// root may lie inside it.
+	DataDir string
 }
 
 // HTTP server defaults.

@@ -168,7 +168,7 @@ func runNode(cfg Config, log *slog.Logger) error {
 	}
 	objects := storage.NewBlobs(cfg.Objects)
 	defer objects.Close()
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
 		Delta: deltaapi.Config{Credentials: cfg.Credentials, Objects: objects}})

@@ -22,6 +22,9 @@ func buildCreateTable(in *httpapi.In[createTableRequest]) (*fsm.CreateTable, err
 	cmd.CatalogName, cmd.SchemaName = in.Param("catalog"), in.Param("schema")
 	if cmd.TableType == fsm.TableExternal {
 		cmd.ID = uuid.NewString()
+		if err := in.CheckNotReserved("Table location", cmd.Location); err != nil {
+			return nil, err
+		}
 	}
 	return cmd, nil
 }

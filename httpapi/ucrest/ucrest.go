@@ -174,6 +174,9 @@ func buildCreateCatalog(in *httpapi.In[createContainerReq]) (*fsm.CreateCatalog,
 	if err != nil {
 		return nil, err
 	}
+	if err := in.CheckNotReserved("storage_root", root); err != nil {
+		return nil, err
+	}
 	props, err := properties(in.Body.Properties)
 	if err != nil {
 		return nil, err
@@ -318,6 +321,9 @@ func buildCreateSchema(in *httpapi.In[createContainerReq]) (*fsm.CreateSchema, e
 	}
 	root, err := normalizeRoot(in.Body.StorageRoot)
 	if err != nil {
+		return nil, err
+	}
+	if err := in.CheckNotReserved("storage_root", root); err != nil {
 		return nil, err
 	}
 	props, err := properties(in.Body.Properties)

@@ -51,6 +51,9 @@ func buildCreateTable(in *httpapi.In[ucCreateTable]) (*fsm.CreateTable, error) {
 		return nil, err
 	}
 	cmd.Stamp, cmd.ID = in.Stamp, uuid.NewString()
+	if err := in.CheckNotReserved("storage_location", cmd.Location); err != nil {
+		return nil, err
+	}
 	return cmd, nil
 }
 

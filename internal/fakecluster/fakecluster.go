@@ -51,6 +51,9 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 	if err := ctx.Err(); err != nil {
 		return fsm.Result{}, 0, err
 	}
+	if r, ok := cmd.(interface{ SetRules(uint16) }); ok {
+		r.SetRules(fsm.CurrentRules) // every replica of the fake is this build
+	}
 	data, err := fsm.EncodeChecked(cmd)
 	if err != nil {
 		return fsm.Result{}, 0, err

@@ -140,7 +140,7 @@ func (nd *Node) start() error {
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.objects = storage.NewBlobs(storage.BlobOptions{})
-	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait})
+	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
 	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
