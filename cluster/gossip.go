@@ -18,7 +18,7 @@ import (
 )
 
 // Version is the node software version gossiped to peers.
-const Version = "0.1.0"
+const Version = "0.2.0"
 
 // nodeMeta is what every node gossips about itself.
 type nodeMeta struct {
