@@ -123,18 +123,58 @@ var tableModel = porcupine.Model{
 }
 
 // operations converts a history into porcupine operations. Final loads
-// are checked separately; unknown outcomes return at infinity.
+// are checked separately and loads that failed are left out (each would
+// stay pending, multiplying the search for nothing); unknown outcomes
+// return at infinity, unless a settling retry bounds them (see settledBy).
 func operations(ops []Op) []porcupine.Operation {
+	settled := settledBy(ops)
 	out := make([]porcupine.Operation, 0, len(ops))
-	for _, op := range ops {
-		if op.Final {
-			continue
+	for i, op := range ops {
+		if op.Final || (op.Op == OpLoad && op.Outcome != OutcomeOK) {
+			continue // a load that observed nothing constrains nothing
 		}
 		ret := op.CompleteNs
 		if op.Outcome == OutcomeUnknown {
-			ret = math.MaxInt64
+			ret = settled[i]
 		}
 		out = append(out, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.InvokeNs, Output: op.Outcome, Return: ret})
+	}
+	return out
+}
+
+// settledBy gives each operation of unknown outcome the time after which
+// it can have no effect: a commit whose client later sent the identical
+// commit (same table, version and file) and got it acknowledged, or
+// refused because the version is taken, cannot apply after that answer (a
+// late arrival finds the version taken and changes nothing). Without
+// such a retry the bound is infinity. Bounding these windows keeps the
+// search small when a history has many unknown outcomes.
+func settledBy(ops []Op) []int64 {
+	type commitKey struct {
+		client      int
+		table, file string
+		version     int64
+	}
+	out := make([]int64, len(ops))
+	pending := map[commitKey][]int{}
+	for i, op := range ops {
+		out[i] = math.MaxInt64
+		if op.Op != OpCommit || op.Final {
+			continue
+		}
+		k := commitKey{op.Client, op.Table, op.FileName, op.Version}
+		if op.Outcome == OutcomeUnknown {
+			pending[k] = append(pending[k], i)
+			continue
+		}
+		if op.Outcome == OutcomeOK || op.Status == 409 {
+			for _, j := range pending[k] {
+				if ops[j].InvokeNs < op.InvokeNs {
+					out[j] = op.CompleteNs
+				}
+			}
+			delete(pending, k)
+		}
 	}
 	return out
 }
