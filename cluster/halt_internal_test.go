@@ -66,11 +66,11 @@ func TestHaltOnAnEntryThatCannotApplyAndSkipIt(t *testing.T) {
 	if err := n.raft.Apply(bad, 0).Error(); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = n.Propose(context.Background(), &fsm.CreateCatalog{ID: "c-after", Name: "after"})
-	if !errors.Is(err, ErrUnknownOutcome) {
-		t.Fatalf("a write after the halted entry = %v, want unknown outcome", err)
-	}
 	<-n.Halted()
+	_, _, err = n.Propose(context.Background(), &fsm.CreateCatalog{ID: "c-after", Name: "after"})
+	if !errors.Is(err, ErrShutdown) {
+		t.Fatalf("a write to a halted node = %v, want it refused as shut down (a 503)", err)
+	}
 	h, ok := n.HaltInfo()
 	if !ok || h.CommandType != uint8(fsm.CmdCreateTable) || h.CommandName != "CreateTable" || h.SHA256 != EntryHash(bad) {
 		t.Fatalf("halt = %+v", h)
@@ -117,8 +117,16 @@ func TestSkipDecisionAppliesTheEntryAsANoOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	index := f.Index()
-	_, _, _ = n.Propose(context.Background(), &fsm.CreateCatalog{ID: "c-after", Name: "after"})
 	<-n.Halted()
+	// An entry committed after the halted one (the halted node proposes
+	// nothing more, but a log can hold later entries from another leader).
+	after, err := fsm.Encode(&fsm.CreateCatalog{ID: "c-after", Name: "after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := n.raft.Apply(after, 0); res.Error() != nil || !errors.Is(res.Response().(error), ErrHalted) {
+		t.Fatalf("an entry after the halted one: %v %v", res.Error(), res.Response())
+	}
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func (n *Node) leaderLoop() {
 		}
 		leader := n.raft.State() == raft.Leader
 		n.pilot.follow(leader)
-		if !leader {
+		if _, halted := n.fsm.Halted(); !leader || halted {
 			continue
 		}
 		if term := n.raft.CurrentTerm(); n.readyTerm.Load() != term {

@@ -25,6 +25,10 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 }
 
 func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
+	if h, halted := n.fsm.Halted(); halted {
+		// Nothing proposed now would be applied here.
+		return fsm.Result{}, 0, fmt.Errorf("%w: this node halted on log entry %d, which it cannot apply", ErrShutdown, h.Index)
+	}
 	n.stampRules(cmd)
 	data, err := fsm.EncodeChecked(cmd)
 	if err != nil {

@@ -90,3 +90,21 @@ func roundTrip(t *testing.T, st *fsm.State) *fsm.State {
 	}
 	return b.State()
 }
+
+// An entry proposed under rules this build does not know is not applied
+// by older rules: the machine refuses it, and the node halts.
+func TestUnknownRulesLevelIsNotApplied(t *testing.T) {
+	e := newEnv(t)
+	c := e.external("future", "s3://lake/future", fsm.CurrentRules+1)
+	b, err := fsm.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.m.State()
+	if _, err := e.m.Apply(e.next, b); err == nil {
+		t.Fatal("an entry of an unknown rules level applied")
+	}
+	if e.m.State() != before {
+		t.Fatal("the refused entry changed the state")
+	}
+}

@@ -57,6 +57,9 @@ func (m *Machine) Apply(index uint64, data []byte) (Result, error) {
 		}
 		return Result{}, fmt.Errorf("apply index %d: %w", index, err)
 	}
+	if err := checkRules(cmd); err != nil {
+		return Result{}, fmt.Errorf("apply index %d: %w", index, err)
+	}
 	return m.ApplyCommand(index, cmd), nil
 }
 

@@ -10,7 +10,11 @@ func EncodeChecked(c Command) ([]byte, error) {
 	if err != nil {
 		return nil, Errf(CodeInvalid, "The request cannot be stored as given: %v", err)
 	}
-	if _, err := Decode(data); err != nil {
+	decoded, err := Decode(data)
+	if err == nil {
+		err = checkRules(decoded)
+	}
+	if err != nil {
 		return nil, Errf(CodeInvalid, "The request cannot be stored as given: %v", err)
 	}
 	return data, nil

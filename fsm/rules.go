@@ -1,5 +1,7 @@
 package fsm
 
+import "fmt"
+
 // Rules levels. A command carries the level of validation it is applied
 // under (Stamp.Rules), decided by the leader before proposing: an entry
 // applies by the rules it was proposed with, so entries written before a
@@ -16,3 +18,18 @@ const (
 	// CurrentRules is the highest level this build applies.
 	CurrentRules = RulesLocations
 )
+
+// RulesLevel is the validation level a command was proposed under.
+func (s *Stamp) RulesLevel() uint16 { return s.Rules }
+
+// checkRules refuses a command proposed under rules this build does not
+// know: applying it by older rules would diverge from the replicas that
+// know them, so the node must halt (and be upgraded) instead.
+func checkRules(cmd Command) error {
+	r, ok := cmd.(interface{ RulesLevel() uint16 })
+	if !ok || r.RulesLevel() <= CurrentRules {
+		return nil
+	}
+	return fmt.Errorf("command type %d was proposed under validation rules level %d; this release applies up to %d: upgrade this node",
+		cmd.Type(), r.RulesLevel(), CurrentRules)
+}

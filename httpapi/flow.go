@@ -50,15 +50,22 @@ type In[R any] struct {
 	dataDir string // the serving node's data directory
 }
 
-// CheckNotReserved refuses a table location or storage root inside the
-// serving node's own data directory (its raft log and snapshots).
+// CheckNotReserved refuses a table location or storage root that would
+// hold the serving node's raft log and snapshots: one inside its raft
+// directory, or at or above its data directory (a table's maintenance,
+// such as VACUUM, deletes files it does not know below its location). The
+// default managed storage root, inside the data directory, is allowed.
 func (in *In[R]) CheckNotReserved(field, loc string) error {
 	if in.dataDir == "" || loc == "" {
 		return nil
 	}
 	dir := "file://" + strings.TrimRight(filepath.ToSlash(in.dataDir), "/")
-	if loc == dir || strings.HasPrefix(loc, dir+"/") {
-		return Invalid("%s '%s' is inside the catalog server's own data directory.", field, Clip(loc))
+	within := func(a, b string) bool {
+		a, b = strings.TrimRight(a, "/"), strings.TrimRight(b, "/")
+		return a == b || strings.HasPrefix(a, b+"/")
+	}
+	if within(loc, dir+"/raft") || within(dir, loc) {
+		return Invalid("%s '%s' would hold the catalog server's own raft log and snapshots (its data directory).", field, Clip(loc))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -96,9 +97,14 @@ func TestLocationsInsideTheDataDirectoryAreRefused(t *testing.T) {
 	a := &api{t: t, base: nodes[0].URL}
 	inside := "file://" + strings.TrimRight(nodes[0].Dir, "/") + "/raft"
 	r := a.do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_data", "DELTA", inside))
-	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own data directory")
+	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own raft log")
 	r = a.do(http.MethodPost, deltaPrefix+"/catalogs/unity/schemas/default/tables", deltaExternal("in_data", inside+"/t"))
-	deltaErr(t, r, http.StatusBadRequest, "InvalidParameterValueException", "own data directory")
+	deltaErr(t, r, http.StatusBadRequest, "InvalidParameterValueException", "own raft log")
 	r = a.do(http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": "in_data", "storage_root": inside})
-	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own data directory")
+	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own raft log")
+	above := "file://" + filepath.Dir(strings.TrimRight(nodes[0].Dir, "/"))
+	r = a.do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "above_data", "DELTA", above))
+	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own raft log")
+	warehouse := "file://" + strings.TrimRight(nodes[0].Dir, "/") + "/warehouse/ext"
+	a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_warehouse", "DELTA", warehouse))
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/raftcat/raftcat/cluster"
@@ -13,7 +15,7 @@ import (
 
 const logUsage = `Usage:
   raftcat log show [--data-dir DIR] [--index N] [--full]
-  raftcat log skip [--data-dir DIR] --index N --sha256 HASH
+  raftcat log skip [--data-dir DIR] --index N --sha256 HASH [--force]
 
 Reads the raft log of a STOPPED node, for the case where a node halted on
 a log entry it cannot apply (it exits with status 3 and logs the entry's
@@ -27,7 +29,10 @@ index and command type).
          the same decision to EVERY node of the cluster, each stopped,
          before starting them again: a node without it halts again on the
          same entry. The request that wrote the entry is lost; every later
-         entry applies as usual.
+         entry applies as usual. skip refuses a node that did not halt on
+         that entry: one that applied it (a newer release may) must not skip
+         it. --force records it anyway, for a node that has not reached the
+         entry yet or will join later.
 
 The alternative to skipping is restoring a backup on a new cluster
 (raftcat snapshot restore). See docs/operations.md.
@@ -47,11 +52,12 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	index := fs.Uint64("index", 0, "the entry's raft index")
 	sha := fs.String("sha256", "", "the entry's sha256, as 'log show' prints it (skip)")
 	full := fs.Bool("full", false, "print the whole payload (show)")
+	force := fs.Bool("force", false, "record the decision on a node that did not halt on the entry (skip); see below")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
 	if args[0] == "skip" {
-		return logSkip(*dataDir, *index, *sha, stdout, stderr)
+		return logSkip(*dataDir, *index, *sha, *force, stdout, stderr)
 	}
 	return logShow(*dataDir, *index, *full, stdout, stderr)
 }
@@ -126,10 +132,13 @@ func clip(s string, n int) string {
 	return s[:n] + "… (" + strconv.Itoa(len(s)-n) + " more bytes; --full prints them)"
 }
 
-func logSkip(dataDir string, index uint64, sha string, stdout, stderr io.Writer) int {
+func logSkip(dataDir string, index uint64, sha string, force bool, stdout, stderr io.Writer) int {
 	if index == 0 || sha == "" {
 		fmt.Fprintln(stderr, "raftcat log skip: --index and --sha256 are required (raftcat log show prints both)")
 		return 2
+	}
+	if code := checkHaltedOn(dataDir, index, sha, force, stderr); code != 0 {
+		return code
 	}
 	if code := checkEntryHash(dataDir, index, sha, stderr); code != 0 {
 		return code
@@ -143,10 +152,31 @@ func logSkip(dataDir string, index uint64, sha string, stdout, stderr io.Writer)
 	return 0
 }
 
+// checkHaltedOn refuses, without --force, a decision for a node that did
+// not halt on that entry: it may have applied it (a newer release can),
+// and skipping it there would lose a write the others keep.
+func checkHaltedOn(dataDir string, index uint64, sha string, force bool, stderr io.Writer) int {
+	h, halted, err := cluster.ReadHalt(dataDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftcat log skip:", err)
+		return 1
+	}
+	if force || halted && h.Index == index && h.SHA256 == sha {
+		return 0
+	}
+	fmt.Fprintf(stderr, "raftcat log skip: this node did not halt on entry %d (sha256 %s); nothing recorded.\n"+
+		"Skip an entry only where every node halted on it. A node that has not reached it yet (or a new one)\n"+
+		"takes the decision with --force; a node that applied it must not skip it.\n", index, sha)
+	return 1
+}
+
 // checkEntryHash refuses a decision that does not match this node's entry.
 // A node whose log no longer holds the entry (compacted into a snapshot,
-// or not yet received) still takes the decision.
+// or not yet received), or that has no log yet, still takes the decision.
 func checkEntryHash(dataDir string, index uint64, sha string, stderr io.Writer) int {
+	if _, err := os.Stat(filepath.Join(dataDir, "raft", "raft.db")); errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
 	r, err := cluster.OpenLog(dataDir)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftcat log skip:", err)

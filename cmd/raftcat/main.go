@@ -192,12 +192,15 @@ func runNode(cfg Config, log *slog.Logger) error {
 	case <-node.Done():
 		log.Info("node left the cluster; shutting down")
 	case <-node.Halted():
-		// Nothing more can be applied here; a graceful stop would only
-		// hand leadership to a node that halts on the same entry.
-		// Stay in raft (applying nothing) a moment so followers learn that
-		// the entry is committed and halt on it too, rather than being
-		// left without a quorum and unaware.
-		srv.Close()
+		// Nothing more can be applied here, and nothing is proposed; a
+		// graceful stop would only hand leadership to a node that halts on
+		// the same entry. Close the HTTP and relay connections, then stay
+		// in raft (applying nothing) a moment so followers learn that the
+		// entry is committed and halt on it too, rather than being left
+		// without a quorum and unaware.
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = api.Shutdown(closeCtx, srv)
+		cancel()
 		time.Sleep(2 * max(cfg.HeartbeatTimeout, cfg.ElectionTimeout))
 		return errHaltedLogged
 	case err = <-serveErr:
