@@ -62,3 +62,12 @@ func Errf(code Code, format string, args ...any) *Error {
 
 // Invalidf is shorthand for a CodeInvalid error.
 func Invalidf(format string, args ...any) *Error { return Errf(CodeInvalid, format, args...) }
+
+// Codes lists every domain code, in order.
+func Codes() []Code {
+	var out []Code
+	for c := Code(1); codeNames[c] != ""; c++ {
+		out = append(out, c)
+	}
+	return out
+}
