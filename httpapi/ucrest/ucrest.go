@@ -166,23 +166,28 @@ func normalizeRoot(root string) (string, error) {
 }
 
 func buildCreateCatalog(in *httpapi.In[createContainerReq]) (*fsm.CreateCatalog, error) {
-	name, err := httpapi.RequiredName(in.Body.Name, "name")
-	if err != nil {
-		return nil, err
-	}
-	root, err := normalizeRoot(in.Body.StorageRoot)
-	if err != nil {
-		return nil, err
-	}
-	if err := in.CheckNotReserved("storage_root", root); err != nil {
-		return nil, err
-	}
-	props, err := properties(in.Body.Properties)
+	name, root, props, err := containerParts(in)
 	if err != nil {
 		return nil, err
 	}
 	return &fsm.CreateCatalog{Stamp: in.Stamp, ID: uuid.NewString(), Name: name,
 		Comment: in.Body.Comment, Properties: props, StorageRoot: root}, nil
+}
+
+// containerParts checks what creating a catalog or a schema shares: its
+// name, storage root and properties.
+func containerParts(in *httpapi.In[createContainerReq]) (name, root string, props map[string]string, err error) {
+	if name, err = httpapi.RequiredName(in.Body.Name, "name"); err != nil {
+		return "", "", nil, err
+	}
+	if root, err = normalizeRoot(in.Body.StorageRoot); err != nil {
+		return "", "", nil, err
+	}
+	if err = in.CheckNotReserved("storage_root", root); err != nil {
+		return "", "", nil, err
+	}
+	props, err = properties(in.Body.Properties)
+	return name, root, props, err
 }
 
 // page reads max_results and page_token. Tokens are the last name returned.
@@ -311,22 +316,14 @@ func buildDeleteCatalog(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteCatalog, err
 }
 
 func buildCreateSchema(in *httpapi.In[createContainerReq]) (*fsm.CreateSchema, error) {
-	name, err := httpapi.RequiredName(in.Body.Name, "name")
-	if err != nil {
+	if _, err := httpapi.RequiredName(in.Body.Name, "name"); err != nil {
 		return nil, err
 	}
 	catalog, err := httpapi.RequiredName(in.Body.CatalogName, "catalog_name")
 	if err != nil {
 		return nil, err
 	}
-	root, err := normalizeRoot(in.Body.StorageRoot)
-	if err != nil {
-		return nil, err
-	}
-	if err := in.CheckNotReserved("storage_root", root); err != nil {
-		return nil, err
-	}
-	props, err := properties(in.Body.Properties)
+	name, root, props, err := containerParts(in)
 	if err != nil {
 		return nil, err
 	}
