@@ -85,6 +85,8 @@ func canonEnum(s string) string {
 	switch s {
 	case FormatDelta:
 		return FormatDelta
+	case FormatIceberg:
+		return FormatIceberg
 	case TableManaged:
 		return TableManaged
 	case TableExternal:

@@ -78,18 +78,24 @@ func (t *tx) tableBelow(loc string) (string, bool) {
 // checkTableLocation refuses a new table whose location overlaps another
 // table's, or an external one that contains managed storage.
 func (t *tx) checkTableLocation(c *CreateTable) *Error {
-	if c.Rules < RulesLocations {
+	return t.checkNewLocation(c.Rules, c.Location, c.TableType)
+}
+
+// checkNewLocation is checkTableLocation for any command placing a table
+// of the given type at loc, proposed under rules.
+func (t *tx) checkNewLocation(rules uint16, loc, tableType string) *Error {
+	if rules < RulesLocations {
 		return nil
 	}
-	if other, ok := t.tableAtOrAbove(c.Location); ok {
-		return overlapError(c.Location, other)
+	if other, ok := t.tableAtOrAbove(loc); ok {
+		return overlapError(loc, other)
 	}
-	if other, ok := t.tableBelow(c.Location); ok {
-		return overlapError(c.Location, other)
+	if other, ok := t.tableBelow(loc); ok {
+		return overlapError(loc, other)
 	}
-	if c.TableType == TableExternal {
-		if zone, ok := t.managedZoneBelow(c.Location); ok {
-			return Invalidf("LOCATION_OVERLAP: Input path '%s' overlaps with managed storage '%s'.", c.Location, zone)
+	if tableType == TableExternal {
+		if zone, ok := t.managedZoneBelow(loc); ok {
+			return Invalidf("LOCATION_OVERLAP: Input path '%s' overlaps with managed storage '%s'.", loc, zone)
 		}
 	}
 	return nil

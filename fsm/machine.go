@@ -15,6 +15,12 @@ type Result struct {
 	Staging *StagingTable
 	// Namespace is a namespace below a schema (nested namespaces).
 	Namespace *Namespace
+	// Tables are the tables a multi-table command changed, in the
+	// command's order (CommitIcebergTables).
+	Tables []*Table
+	// Properties says what a namespace property update did
+	// (UpdateNamespaceProperties).
+	Properties *PropertyChanges
 	// NoOp is set when the command was recognised as an already-applied
 	// replay and changed nothing.
 	NoOp bool

@@ -56,6 +56,9 @@ type Table struct {
 	MetaIndex        uint64            `json:"meta_index"` // raft index of the last metadata change
 
 	DeltaState `json:"delta,omitzero"` // FormatDelta
+	// Iceberg is the metadata pointer of an Iceberg table (table_iceberg.go);
+	// nil for other formats. Appliers replace it, never write through it.
+	Iceberg *IcebergState `json:"iceberg,omitempty"`
 
 	cols *columnSet // keeps the shared schema alive while this table holds it
 }

@@ -1,0 +1,83 @@
+package fsm
+
+import (
+	"slices"
+	"strings"
+)
+
+// Command types that drop and rename Iceberg tables by namespace path.
+const (
+	CmdDropIcebergTable   CommandType = 17
+	CmdRenameIcebergTable CommandType = 18
+)
+
+func init() {
+	registerCommand(CmdDropIcebergTable, applyDropIcebergTable)
+	registerCommand(CmdRenameIcebergTable, applyRenameIcebergTable)
+}
+
+// DropIcebergTable removes an Iceberg table from the catalog, freeing its
+// location. Purging its files is the HTTP layer's business.
+type DropIcebergTable struct {
+	Stamp
+	Namespace []string `json:"namespace"`
+	Name      string   `json:"name"`
+}
+
+// RenameIcebergTable renames an Iceberg table and may move it to another
+// namespace of the same catalog. Its location does not change.
+type RenameIcebergTable struct {
+	Stamp
+	Namespace    []string `json:"namespace"`
+	Name         string   `json:"name"`
+	NewNamespace []string `json:"new_namespace"`
+	NewName      string   `json:"new_name"`
+}
+
+func (*DropIcebergTable) Type() CommandType   { return CmdDropIcebergTable }
+func (*RenameIcebergTable) Type() CommandType { return CmdRenameIcebergTable }
+
+func applyDropIcebergTable(t *tx, _ uint64, c *DropIcebergTable) Result {
+	tb, err := t.resolveIceberg(c.Namespace, c.Name)
+	if err != nil {
+		return failed(err)
+	}
+	t.tree(tableTree).Delete(tb.key())
+	t.unindexTable(tb)
+	return Result{Table: tb}
+}
+
+func applyRenameIcebergTable(t *tx, index uint64, c *RenameIcebergTable) Result {
+	old, err := t.resolveIceberg(c.Namespace, c.Name)
+	if err != nil {
+		return failed(err)
+	}
+	if err := t.renameTarget(c); err != nil {
+		return failed(err)
+	}
+	if slices.Equal(c.NewNamespace, old.NamespacePath()) && c.NewName == old.Name {
+		return Result{Table: old, NoOp: true}
+	}
+	if _, exists := t.tableIn(c.NewNamespace, c.NewName); exists {
+		return failed(Errf(CodeTableExists, "Table already exists: %s.%s", strings.Join(c.NewNamespace, "."), c.NewName))
+	}
+	tb := old.clone()
+	t.placeIn(tb, c.NewNamespace)
+	tb.Name = c.NewName
+	tb.UpdatedAt, tb.UpdatedBy, tb.MetaIndex = max(c.Time, old.UpdatedAt), c.Caller, index
+	t.tree(tableTree).Delete(old.key())
+	t.putTable(tb)
+	return Result{Table: tb}
+}
+
+// renameTarget refuses a destination that is malformed, missing or in
+// another catalog.
+func (t *tx) renameTarget(c *RenameIcebergTable) *Error {
+	if err := tableRefError(c.NewNamespace, c.NewName); err != nil {
+		return err
+	}
+	if c.NewNamespace[0] != c.Namespace[0] {
+		return Invalidf("Cannot rename a table across catalogs: %s to %s", c.Namespace[0], c.NewNamespace[0])
+	}
+	return t.namespaceExists(c.NewNamespace)
+}
