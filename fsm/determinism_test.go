@@ -28,6 +28,8 @@ type logGen struct {
 	ids     int
 	staging []string
 	rules   bool // stamp the current validation rules (else the original ones)
+	// lastIceberg is the last Iceberg commit emitted, to replay.
+	lastIceberg *fsm.CommitIcebergTables
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
@@ -116,7 +118,7 @@ func (g *logGen) table() *fsm.Table {
 func (g *logGen) managedTable() *fsm.Table {
 	var ms []*fsm.Table
 	for _, tb := range g.tables() {
-		if tb.Type == fsm.TableManaged {
+		if tb.Type == fsm.TableManaged && tb.Format == fsm.FormatDelta {
 			ms = append(ms, tb)
 		}
 	}
@@ -338,12 +340,14 @@ func (g *logGen) step() {
 		last := tb.LatestVersion()
 		c.SetLatestBackfilled = ptr(last - int64(g.pick(4)) + 1)
 		g.emit(c)
-	case r < 84:
+	case r < 76:
 		tb := g.table()
 		if tb == nil {
 			return
 		}
 		g.emit(g.metadataCmd(tb))
+	case r < 84:
+		g.icebergCmd()
 	case r < 88:
 		tb := g.table()
 		if tb == nil {
@@ -558,6 +562,11 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	_, _, tables, commits := g.driver.State().Counts()
 	t.Logf("log: %d entries, %d ok, %d no-op, %d failed %v; %d tables, %d tracked commits",
 		len(g.log), successes, noops, failures, codes, tables, commits)
+	multi, props := icebergVariety(g.results)
+	t.Logf("iceberg: %d multi-table commits, %d namespace property updates", multi, props)
+	if multi == 0 || props == 0 {
+		t.Fatal("the log has no Iceberg multi-table commit or namespace property update")
+	}
 	if failures < 50 || noops < 10 || successes < 200 || tables < 5 || commits < 20 || len(codes) < 8 || codes[fsm.CodeResourceExhausted] == 0 {
 		t.Fatalf("log is not varied enough: ok %d, no-op %d, failed %d %v, tables %d, commits %d",
 			successes, noops, failures, codes, tables, commits)
