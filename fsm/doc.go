@@ -25,7 +25,10 @@
 // has one file holding its struct, commands, appliers, tree, record kind
 // and their registration: metastore.go, catalog.go, schema.go,
 // namespace.go, table.go, staging.go. Delta's table state and rules are in
-// table_delta.go and delta_*.go.
+// table_delta.go and delta_*.go; Iceberg's metadata pointer is in
+// table_iceberg.go and its commands in iceberg_*.go (create, the atomic
+// multi-table commit, drop and rename by namespace path). Property
+// updates of a namespace at any level are namespace_properties.go's.
 //
 // # Adding an object kind
 //
