@@ -27,7 +27,7 @@ func TestRegistriesRefuseMistakes(t *testing.T) {
 }
 
 func TestEveryKindIsRegistered(t *testing.T) {
-	for ct := CmdInit; ct <= CmdDeleteNamespace; ct++ {
+	for ct := CmdInit; ct <= CmdUpdateNamespaceProperties; ct++ {
 		spec := commandSpecs[ct]
 		if spec == nil || spec.newCmd().Type() != ct {
 			t.Fatalf("command type %d not registered", ct)
