@@ -293,3 +293,23 @@ func TestIcebergStateRoundTripsThroughRecords(t *testing.T) {
 	inside.Location = "s3://lake/events/inside"
 	e.fail(inside, fsm.CodeInvalid, "LOCATION_OVERLAP")
 }
+
+// Renaming and deleting the namespaces above an Iceberg table carry its
+// metadata pointer along and keep its location indexed.
+func TestIcebergTablesMoveAndGoWithTheirNamespaces(t *testing.T) {
+	e := icebergEnv(t)
+	e.createIceberg(nestedNS, "events")
+	e.changed(e.commitIceberg(swap(nestedNS, "events", 0)))
+	e.changed(&fsm.UpdateSchema{Stamp: e.st(), CatalogName: "unity", Name: "default", NewName: "prod"})
+	moved := []string{"unity", "prod", "ice"}
+	tb := e.icebergTable(moved, "events")
+	if tb.Iceberg.MetadataLocation != metadataFile("events", 1) || tb.Iceberg.MetadataVersion != 1 {
+		t.Fatalf("moved table: %+v", tb.Iceberg)
+	}
+	e.changed(e.commitIceberg(swap(moved, "events", 1)))
+	overlap := e.icebergCreate(moved, "again")
+	overlap.Location = "s3://lake/events"
+	e.fail(overlap, fsm.CodeInvalid, "LOCATION_OVERLAP")
+	e.ok(&fsm.DeleteNamespace{Stamp: e.st(), Path: moved, Force: true})
+	e.ok(e.icebergCreate([]string{"unity", "prod"}, "events")) // its location is free again
+}
