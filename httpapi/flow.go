@@ -125,14 +125,32 @@ func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
 	return res, nil
 }
 
+// LookupCatalog resolves a catalog, or answers its 404.
+func LookupCatalog(st *fsm.State, catalog string) (*fsm.Catalog, error) {
+	c, ok := st.Catalog(catalog)
+	if !ok {
+		return nil, fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", Clip(catalog))
+	}
+	return c, nil
+}
+
+// LookupSchema resolves a schema with the 404 of the first missing level.
+func LookupSchema(st *fsm.State, catalog, schema string) (*fsm.Schema, error) {
+	if _, err := LookupCatalog(st, catalog); err != nil {
+		return nil, err
+	}
+	s, ok := st.Schema(catalog, schema)
+	if !ok {
+		return nil, fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", Clip(catalog), Clip(schema))
+	}
+	return s, nil
+}
+
 // LookupTable resolves a three-part table name with the 404 of the first
 // missing level.
 func LookupTable(st *fsm.State, catalog, schema, name string) (*fsm.Table, error) {
-	if _, ok := st.Catalog(catalog); !ok {
-		return nil, fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", Clip(catalog))
-	}
-	if _, ok := st.Schema(catalog, schema); !ok {
-		return nil, fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", Clip(catalog), Clip(schema))
+	if _, err := LookupSchema(st, catalog, schema); err != nil {
+		return nil, err
 	}
 	t, ok := st.Table(catalog, schema, name)
 	if !ok {

@@ -119,8 +119,8 @@ func (s *Server) deltaConfig(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := st.Catalog(catalog); !ok {
-		return fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
+	if _, err := httpapi.LookupCatalog(st, catalog); err != nil {
+		return err
 	}
 	endpoints := make([]string, len(deltaEndpoints))
 	for i, e := range deltaEndpoints {

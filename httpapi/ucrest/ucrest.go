@@ -247,9 +247,9 @@ func (s *server) getCatalog(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cat, ok := st.Catalog(c.Param("name"))
-	if !ok {
-		return fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", c.Param("name"))
+	cat, err := httpapi.LookupCatalog(st, c.Param("name"))
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, toCatalogInfo(cat))
 }
@@ -344,8 +344,8 @@ func (s *server) listSchemas(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := st.Catalog(catalog); !ok {
-		return fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
+	if _, err := httpapi.LookupCatalog(st, catalog); err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, listing("schemas", st.Schemas(catalog, after, limit), limit,
 		func(s *fsm.Schema) string { return s.Name }, toSchemaInfo))
@@ -374,12 +374,9 @@ func (s *server) getSchema(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := st.Catalog(parts[0]); !ok {
-		return fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", parts[0])
-	}
-	sc, ok := st.Schema(parts[0], parts[1])
-	if !ok {
-		return fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s", c.Param("full_name"))
+	sc, err := httpapi.LookupSchema(st, parts[0], parts[1])
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, toSchemaInfo(sc))
 }
@@ -425,11 +422,8 @@ func (s *server) listTables(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := st.Catalog(catalog); !ok {
-		return fsm.Errf(fsm.CodeCatalogNotFound, "Catalog not found: %s", catalog)
-	}
-	if _, ok := st.Schema(catalog, schema); !ok {
-		return fsm.Errf(fsm.CodeSchemaNotFound, "Schema not found: %s.%s", catalog, schema)
+	if _, err := httpapi.LookupSchema(st, catalog, schema); err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, listing("tables", st.Tables(catalog, schema, after, limit), limit,
 		func(t *fsm.Table) string { return t.Name }, toTableInfo))
