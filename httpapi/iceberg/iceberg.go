@@ -146,3 +146,8 @@ func endpoints() []string {
 }
 
 func noContent(c echo.Context) error { return c.NoContent(http.StatusNoContent) }
+
+// h adapts a handler method to the route table.
+func h(f func(*Server, echo.Context) error) func(*Server) echo.HandlerFunc {
+	return func(s *Server) echo.HandlerFunc { return func(c echo.Context) error { return f(s, c) } }
+}
