@@ -236,6 +236,9 @@ func (s *Server) buildRename(in *httpapi.In[renameBody]) (fsm.Command, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := httpapi.CheckName(dst.name); err != nil {
+		return nil, err
+	}
 	st, err := s.core.State(in)
 	if err != nil {
 		return nil, err
