@@ -37,8 +37,8 @@ func schemaJSON() map[string]any {
 
 func viewVersion(id int, sql string) map[string]any {
 	return map[string]any{"version-id": id, "timestamp-ms": 1700000000000 + id, "schema-id": 0,
-		"summary":         map[string]any{"engine-name": "spark"},
-		"representations": []any{map[string]any{"type": "sql", "sql": sql, "dialect": "spark"}},
+		"summary":           map[string]any{"engine-name": "spark"},
+		"representations":   []any{map[string]any{"type": "sql", "sql": sql, "dialect": "spark"}},
 		"default-namespace": []any{"default"}}
 }
 
@@ -235,7 +235,7 @@ func TestViewBadInputChangesNothing(t *testing.T) {
 	noName := createBody("x")
 	delete(noName, "name")
 	for name, body := range map[string]any{"no representations": noRepr, "no name": noName,
-		"no schema": map[string]any{"name": "x", "view-version": viewVersion(1, "s")},
+		"no schema":    map[string]any{"name": "x", "view-version": viewVersion(1, "s")},
 		"bad location": map[string]any{"name": "x", "location": "relative/path", "schema": schemaJSON(), "view-version": viewVersion(1, "s")},
 		"not JSON":     `{"name":`} {
 		t.Run(name, func(t *testing.T) {
