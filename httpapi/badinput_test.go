@@ -42,9 +42,16 @@ var routeCases = map[string]routeCase{
 		`"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
 	"POST " + deltaPrefix + "/catalogs/:catalog/schemas/:schema/tables/:table/rename":  {`{"new-name":"sweep_r"}`, "new-name", true},
 	"POST " + deltaPrefix + "/catalogs/:catalog/schemas/:schema/tables/:table/metrics": {`{"report":{"type":"commit-report"}}`, "", false},
-	"POST /v1/cluster/transfer-leadership":                                             {`{"id":"node-x"}`, "id", false},
-	"POST /v1/cluster/remove-node":                                                     {`{"id":"node-x"}`, "id", true},
-	"POST /v1/cluster/restore":                                                         {`{"not":"a snapshot"}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/views": {`{"name":"sweep_v","schema":{"type":"struct","schema-id":0,` +
+		`"fields":[]},"view-version":{"version-id":1,"timestamp-ms":1700000000000,"schema-id":0,"summary":{},` +
+		`"representations":[{"type":"sql","sql":"select 1","dialect":"spark"}],"default-namespace":["default"]},"properties":{}}`, "name", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/views/:view": {`{"requirements":[],` +
+		`"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/views/rename": {`{"source":{"namespace":["default"],"name":"sweep"},` +
+		`"destination":{"namespace":["default"],"name":"sweep_v2"}}`, "", false},
+	"POST /v1/cluster/transfer-leadership": {`{"id":"node-x"}`, "id", false},
+	"POST /v1/cluster/remove-node":         {`{"id":"node-x"}`, "id", true},
+	"POST /v1/cluster/restore":             {`{"not":"a snapshot"}`, "", false},
 }
 
 // Routes the sweep leaves alone: leave stops the node it is sent to, the
@@ -104,9 +111,9 @@ func fill(path, param, value string) string {
 		switch {
 		case p == param:
 			return value
-		case p == ":catalog" || p == ":name":
+		case p == ":catalog" || p == ":name" || p == ":prefix":
 			return "unity"
-		case p == ":schema":
+		case p == ":schema" || p == ":namespace":
 			return "default"
 		case p == ":full_name" && strings.Contains(path, "/schemas/"):
 			return "unity.default"
@@ -156,7 +163,7 @@ func expect4xx(t *testing.T, method, path string, r reply) {
 	}
 	want := []string{"code", "error"}
 	switch {
-	case strings.HasPrefix(path, deltaPrefix):
+	case strings.HasPrefix(path, deltaPrefix), strings.HasPrefix(path, icebergPrefix):
 		want = []string{"error"}
 	case strings.HasPrefix(path, apiPrefix):
 		want = []string{"details", "error_code", "message"}

@@ -17,8 +17,9 @@ import (
 )
 
 const (
-	apiPrefix   = "/api/2.1/unity-catalog"
-	deltaPrefix = apiPrefix + "/delta/v1"
+	apiPrefix     = "/api/2.1/unity-catalog"
+	deltaPrefix   = apiPrefix + "/delta/v1"
+	icebergPrefix = apiPrefix + "/iceberg"
 
 	headerIndex       = "X-Raftcat-Index"
 	headerConsistency = "X-Raftcat-Consistency"

@@ -271,7 +271,7 @@ func (s *Server) buildCreateView(in *httpapi.In[createViewRequest], w *written) 
 	if req.Name == nil {
 		return nil, httpapi.Invalid("name is required.")
 	}
-	if err := checkObjectName(*req.Name); err != nil {
+	if err := httpapi.CheckName(*req.Name); err != nil {
 		return nil, err
 	}
 	st, err := s.core.State(in)
@@ -496,10 +496,11 @@ func buildRenameView(in *httpapi.In[renameRequest]) (*fsm.RenameIcebergView, err
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range []string{req.Source.Name, req.Destination.Name} {
-		if err := checkObjectName(n); err != nil {
-			return nil, err
-		}
+	if err := checkObjectName(req.Source.Name); err != nil {
+		return nil, err
+	}
+	if err := httpapi.CheckName(req.Destination.Name); err != nil {
+		return nil, err
 	}
 	return &fsm.RenameIcebergView{Stamp: in.Stamp, Namespace: from, Name: req.Source.Name,
 		NewNamespace: to, NewName: req.Destination.Name}, nil
