@@ -320,16 +320,31 @@ func checkViewName(st *fsm.State, path []string, name string) error {
 func viewLocation(in *httpapi.In[createViewRequest], st *fsm.State, path []string, asked string, id uuid.UUID) (string, error) {
 	if asked != "" {
 		loc := strings.TrimRight(asked, "/")
-		if loc == "" || !strings.Contains(loc, "://") {
-			return "", httpapi.Invalid("A view location must be a URL, got '%s'.", httpapi.Clip(asked))
-		}
-		return loc, in.CheckNotReserved("location", loc)
+		return loc, checkViewLocation(in, loc)
 	}
 	root, _ := st.ManagedRoot(path[0], path[1])
 	if root == "" {
 		return "", httpapi.Invalid("The namespace has no managed location; give the view a location.")
 	}
 	return strings.TrimRight(root, "/") + "/views/" + id.String(), nil
+}
+
+// checkViewLocation refuses a view location that is not a URL or that
+// would hold the node's own files.
+func checkViewLocation[R any](in *httpapi.In[R], loc string) error {
+	if scheme, rest, ok := strings.Cut(loc, "://"); !ok || scheme == "" || strings.Trim(rest, "/") == "" {
+		return httpapi.Invalid("A view location must be a URL, got '%s'.", httpapi.Clip(loc))
+	}
+	return in.CheckNotReserved("location", loc)
+}
+
+// locationOf is the location a metadata file names ("" if unreadable).
+func locationOf(raw []byte) string {
+	var m struct {
+		Location string `json:"location"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	return m.Location
 }
 
 // newViewMetadata builds the first metadata of a view and encodes it.
@@ -412,6 +427,11 @@ func (s *Server) buildReplaceView(in *httpapi.In[commitViewRequest], w *written)
 	next, err := updatedView(cur.raw, &in.Body)
 	if err != nil {
 		return nil, cur, err
+	}
+	if loc := next.Location(); loc != locationOf(cur.raw) {
+		if err := checkViewLocation(in, loc); err != nil {
+			return nil, nil, err
+		}
 	}
 	raw, err := json.Marshal(next)
 	if err != nil {

@@ -249,6 +249,8 @@ func TestViewBadInputChangesNothing(t *testing.T) {
 		"unknown action": map[string]any{"updates": []any{map[string]any{"action": "explode"}}},
 		"unknown version": map[string]any{"updates": []any{
 			map[string]any{"action": "set-current-view-version", "view-version-id": 7}}},
+		"relative location": map[string]any{"updates": []any{
+			map[string]any{"action": "set-location", "location": "relative/dir"}}},
 		"other identifier": map[string]any{"identifier": map[string]any{"namespace": []any{ns}, "name": "w"}, "updates": []any{}},
 	} {
 		t.Run(name, func(t *testing.T) {
