@@ -366,3 +366,30 @@ func TestConcurrentViewReplacesHaveOneWinner(t *testing.T) {
 		return len(entries) == 2 // the created and the winning version
 	})
 }
+
+// A replace that sets a new location writes its metadata file there, and
+// the next replace keeps writing there.
+func TestViewReplaceMovesItsMetadata(t *testing.T) {
+	nodes := tc.Start(t, 3, tc.Options{})
+	base := nodes[0].URL
+	ns := newSchema(t, base)
+	asked := createBody("v")
+	first := "file://" + t.TempDir() + "/first"
+	asked["location"] = first + "/"
+	loc0, meta := metaOf(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), asked))
+	if !strings.HasPrefix(loc0, first+"/metadata/00000-") || meta["location"] != first {
+		t.Fatalf("created at %s, location %v", loc0, meta["location"])
+	}
+	moved := "file://" + t.TempDir() + "/moved"
+	r := tc.Do(t, http.MethodPost, viewURL(base, ns, "v"), map[string]any{"updates": []any{
+		map[string]any{"action": "set-location", "location": moved}}})
+	wantOK(t, r, http.StatusOK, "move")
+	loc1, meta := metaOf(t, r)
+	if !strings.HasPrefix(loc1, moved+"/metadata/00001-") || meta["location"] != moved || !fileExists(loc1) {
+		t.Fatalf("moved to %s, location %v", loc1, meta["location"])
+	}
+	loc2, _ := metaOf(t, tc.Do(t, http.MethodPost, viewURL(base, ns, "v"), newVersionUpdates("select 3")))
+	if !strings.HasPrefix(loc2, moved+"/metadata/00002-") {
+		t.Fatalf("the next version went to %s", loc2)
+	}
+}
