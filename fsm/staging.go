@@ -80,17 +80,6 @@ func (b *Builder) shareStaging(st *StagingTable) {
 	}
 }
 
-// ManagedRoot is where managed objects of a schema live (see managedRoot);
-// ok is false when the schema is missing.
-func (s *State) ManagedRoot(catalog, schema string) (root string, ok bool) {
-	c, okc := s.Catalog(catalog)
-	sc, oks := s.Schema(catalog, schema)
-	if !okc || !oks {
-		return "", false
-	}
-	return (&tx{meta: s.meta}).managedRoot(c, sc), true
-}
-
 // managedRoot is where managed tables of a schema live: the schema's
 // managed location, else the catalog's, else the metastore root.
 func (t *tx) managedRoot(c *Catalog, s *Schema) string {

@@ -42,6 +42,17 @@ var routeCases = map[string]routeCase{
 		`"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
 	"POST " + deltaPrefix + "/catalogs/:catalog/schemas/:schema/tables/:table/rename":  {`{"new-name":"sweep_r"}`, "new-name", true},
 	"POST " + deltaPrefix + "/catalogs/:catalog/schemas/:schema/tables/:table/metrics": {`{"report":{"type":"commit-report"}}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces":                                 {`{"namespace":["sweep_ns"],"properties":{"k":"v"}}`, "namespace", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/properties":           {`{"removals":["a"],"updates":{"k":"v"}}`, "removals", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/tables": {`{"name":"sweep_i","schema":{"type":"struct",` +
+		`"fields":[{"type":"long","id":1,"name":"id","required":true}],"schema-id":0},"properties":{"k":"v"}}`, "name", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/register":              {`{"name":"sweep_reg","metadata-location":"file:///nowhere/x.metadata.json"}`, "name", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/tables/:table":         {`{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/tables/:table/metrics": {`{"report-type":"scan-report"}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/tables/rename": {`{"source":{"namespace":["default"],"name":"sweep"},` +
+		`"destination":{"namespace":["default"],"name":"sweep_x"}}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/transactions/commit": {`{"table-changes":[{"identifier":{"namespace":["default"],"name":"sweep"},` +
+		`"requirements":[],"updates":[]}]}`, "", false},
 	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/views": {`{"name":"sweep_v","schema":{"type":"struct","schema-id":0,` +
 		`"fields":[]},"view-version":{"version-id":1,"timestamp-ms":1700000000000,"schema-id":0,"summary":{},` +
 		`"representations":[{"type":"sql","sql":"select 1","dialect":"spark"}],"default-namespace":["default"]},"properties":{}}`, "name", true},

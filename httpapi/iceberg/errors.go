@@ -7,11 +7,16 @@ import (
 	"github.com/raftcat/raftcat/httpapi"
 )
 
-// byCode is the status and error type of every domain code.
-var byCode = map[fsm.Code]struct {
+type statusType struct {
 	status int
 	typ    string
-}{
+}
+
+// byCode is the status and Iceberg error type of every domain code. A
+// missing catalog is a missing warehouse; a missing schema or nested
+// namespace a missing namespace; a table of another format is not found
+// as an Iceberg table.
+var byCode = map[fsm.Code]statusType{
 	fsm.CodeInvalid:               {400, "BadRequestException"},
 	fsm.CodeCatalogNotFound:       {404, "NoSuchWarehouseException"},
 	fsm.CodeSchemaNotFound:        {404, "NoSuchNamespaceException"},
@@ -22,7 +27,7 @@ var byCode = map[fsm.Code]struct {
 	fsm.CodeTableExists:           {409, "AlreadyExistsException"},
 	fsm.CodeCommitVersionConflict: {409, "CommitFailedException"},
 	fsm.CodeRequirementConflict:   {409, "CommitFailedException"},
-	fsm.CodeResourceExhausted:     {503, "ServiceUnavailableException"},
+	fsm.CodeResourceExhausted:     {429, "TooManyRequestsException"},
 	fsm.CodeUnsupportedFormat:     {404, "NoSuchTableException"},
 	fsm.CodePermissionDenied:      {403, "ForbiddenException"},
 	fsm.CodeNotEmpty:              {409, "NamespaceNotEmptyException"},
@@ -33,28 +38,33 @@ var byCode = map[fsm.Code]struct {
 var typeByStatus = map[int]string{
 	400: "BadRequestException", 401: "NotAuthorizedException", 403: "ForbiddenException",
 	404: "NotFoundException", 405: "BadRequestException", 406: "UnsupportedOperationException",
-	413: "BadRequestException", 415: "BadRequestException", 503: "ServiceUnavailableException",
+	408: "BadRequestException", 413: "BadRequestException", 415: "BadRequestException",
+	422: "UnprocessableEntityException", 429: "TooManyRequestsException", 500: "InternalServerError",
+	501: "UnsupportedOperationException", 503: "ServiceUnavailableException",
 }
 
-// errorMapping renders Iceberg's envelope: {"error": {"message", "type",
-// "code"}} with code the HTTP status.
+// errorMapping renders Iceberg's envelope:
+// {"error": {"message", "type", "code"}} with code the HTTP status.
 type errorMapping struct{}
 
 func (errorMapping) Render(p httpapi.Problem) (int, any) {
-	status, typ := p.Status, typeByStatus[p.Status]
+	st := statusType{p.Status, typeByStatus[p.Status]}
 	if p.Code != 0 {
 		m, ok := byCode[p.Code]
-		status, typ = m.status, m.typ
 		if !ok {
-			status = http.StatusInternalServerError
+			m = statusType{http.StatusInternalServerError, "InternalServerError"}
 		}
+		st = m
 	}
-	if typ == "" {
-		typ = "InternalServerError"
+	if st.typ == "" {
+		st.typ = fallbackType(st.status)
 	}
-	return status, envelope(status, typ, p.Message)
+	return st.status, map[string]any{"error": map[string]any{"message": p.Message, "type": st.typ, "code": st.status}}
 }
 
-func envelope(status int, typ, msg string) map[string]any {
-	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}}
+func fallbackType(status int) string {
+	if status >= 400 && status < 500 {
+		return "BadRequestException"
+	}
+	return "InternalServerError"
 }

@@ -42,7 +42,7 @@ func viewVersion(id int, sql string) map[string]any {
 		"default-namespace": []any{"default"}}
 }
 
-func createBody(name string) map[string]any {
+func viewBody(name string) map[string]any {
 	return map[string]any{"name": name, "schema": schemaJSON(), "view-version": viewVersion(1, "select 1"),
 		"properties": map[string]any{"comment": "first"}}
 }
@@ -101,7 +101,7 @@ func TestViewLifecycle(t *testing.T) {
 	follower := tc.Followers(nodes, leader)[0].URL
 	ns, other := newSchema(t, follower), newSchema(t, follower)
 
-	r := tc.Do(t, http.MethodPost, viewsURL(follower, ns), createBody("recent"))
+	r := tc.Do(t, http.MethodPost, viewsURL(follower, ns), viewBody("recent"))
 	wantOK(t, r, http.StatusOK, "create")
 	loc0, meta := metaOf(t, r)
 	if !strings.Contains(loc0, "/views/"+meta["view-uuid"].(string)+"/metadata/00000-") || !fileExists(loc0) ||
@@ -168,7 +168,7 @@ func TestViewListPages(t *testing.T) {
 	base := nodes[0].URL
 	ns := newSchema(t, base)
 	for _, n := range []string{"a", "b", "c"} {
-		wantOK(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), createBody(n)), http.StatusOK, "create "+n)
+		wantOK(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), viewBody(n)), http.StatusOK, "create "+n)
 	}
 	var names []string
 	token := ""
@@ -201,14 +201,14 @@ func TestViewAndTableNamesClash(t *testing.T) {
 			map[string]any{"name": "id", "type_json": `{"name":"id","type":"long","nullable":true,"metadata":{}}`, "position": 0}}}
 	wantOK(t, tc.Do(t, http.MethodPost, base+ucPrefix+"/tables", table), http.StatusOK, "create table")
 
-	wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), createBody("tbl")), http.StatusConflict, "AlreadyExistsException")
+	wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), viewBody("tbl")), http.StatusConflict, "AlreadyExistsException")
 	wantError(t, tc.Do(t, http.MethodGet, viewURL(base, ns, "tbl"), nil), http.StatusNotFound, "NoSuchViewException")
 	wantOK(t, tc.Do(t, http.MethodHead, viewURL(base, ns, "tbl"), nil), http.StatusNotFound, "exists on a table")
 	wantError(t, tc.Do(t, http.MethodDelete, viewURL(base, ns, "tbl"), nil), http.StatusNotFound, "NoSuchViewException")
 	wantError(t, tc.Do(t, http.MethodPost, viewURL(base, ns, "tbl"), newVersionUpdates("x")), http.StatusNotFound, "NoSuchViewException")
 
-	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), createBody("v")), http.StatusOK, "create view")
-	wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), createBody("v")), http.StatusConflict, "AlreadyExistsException")
+	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), viewBody("v")), http.StatusOK, "create view")
+	wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), viewBody("v")), http.StatusConflict, "AlreadyExistsException")
 	rename := map[string]any{"source": map[string]any{"namespace": []any{ns}, "name": "v"},
 		"destination": map[string]any{"namespace": []any{ns}, "name": "tbl"}}
 	wantError(t, tc.Do(t, http.MethodPost, base+iceberg.Prefix+"/v1/unity/views/rename", rename), http.StatusConflict, "AlreadyExistsException")
@@ -230,9 +230,9 @@ func TestViewBadInputChangesNothing(t *testing.T) {
 	nodes := tc.Start(t, 3, tc.Options{})
 	base := nodes[0].URL
 	ns := newSchema(t, base)
-	noRepr := createBody("bad")
+	noRepr := viewBody("bad")
 	noRepr["view-version"].(map[string]any)["representations"] = []any{}
-	noName := createBody("x")
+	noName := viewBody("x")
 	delete(noName, "name")
 	for name, body := range map[string]any{"no representations": noRepr, "no name": noName,
 		"no schema":    map[string]any{"name": "x", "view-version": viewVersion(1, "s")},
@@ -242,8 +242,8 @@ func TestViewBadInputChangesNothing(t *testing.T) {
 			wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), body), http.StatusBadRequest, "BadRequestException")
 		})
 	}
-	wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, "nope"), createBody("x")), http.StatusNotFound, "NoSuchNamespaceException")
-	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), createBody("v")), http.StatusOK, "create")
+	wantError(t, tc.Do(t, http.MethodPost, viewsURL(base, "nope"), viewBody("x")), http.StatusNotFound, "NoSuchNamespaceException")
+	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), viewBody("v")), http.StatusOK, "create")
 	for name, body := range map[string]any{
 		"no updates":     map[string]any{"requirements": []any{}},
 		"unknown action": map[string]any{"updates": []any{map[string]any{"action": "explode"}}},
@@ -328,7 +328,7 @@ func TestConcurrentViewReplacesHaveOneWinner(t *testing.T) {
 	nodes := tc.Start(t, 3, tc.Options{IcebergObjects: wrap})
 	leader := tc.Leader(t, nodes)
 	ns := newSchema(t, leader.URL)
-	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(leader.URL, ns), createBody("v")), http.StatusOK, "create")
+	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(leader.URL, ns), viewBody("v")), http.StatusOK, "create")
 
 	results := make([]tc.Response, n)
 	var wg sync.WaitGroup
@@ -373,7 +373,7 @@ func TestViewReplaceMovesItsMetadata(t *testing.T) {
 	nodes := tc.Start(t, 3, tc.Options{})
 	base := nodes[0].URL
 	ns := newSchema(t, base)
-	asked := createBody("v")
+	asked := viewBody("v")
 	first := "file://" + t.TempDir() + "/first"
 	asked["location"] = first + "/"
 	loc0, meta := metaOf(t, tc.Do(t, http.MethodPost, viewsURL(base, ns), asked))
@@ -392,4 +392,48 @@ func TestViewReplaceMovesItsMetadata(t *testing.T) {
 	if !strings.HasPrefix(loc2, moved+"/metadata/00002-") {
 		t.Fatalf("the next version went to %s", loc2)
 	}
+}
+
+// Iceberg tables and views share names (409 both ways, for creates and
+// renames), table routes never see views, and view routes never see
+// tables; views live in nested namespaces too.
+func TestViewsAndIcebergTablesKeepApart(t *testing.T) {
+	nodes := setup(t) // namespace db
+	nd := nodes[1]
+	create(t, nd, "events")
+	ok(t, http.StatusOK, http.MethodPost, base(nd)+"/namespaces", `{"namespace":["db","deep"]}`)
+	deep := nsPath("db", "deep")
+	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(nd.URL, deep), viewBody("recent")), http.StatusOK, "view in a nested namespace")
+	wantOK(t, tc.Do(t, http.MethodPost, viewsURL(nd.URL, "db"), viewBody("v")), http.StatusOK, "view")
+
+	expectError(t, tc.Do(t, http.MethodPost, viewsURL(nd.URL, "db"), viewBody("events")), http.StatusConflict, "AlreadyExistsException")
+	expectError(t, tc.Do(t, http.MethodPost, base(nd)+"/namespaces/db/tables", createBody("v")), http.StatusConflict, "AlreadyExistsException")
+	expectError(t, tc.Do(t, http.MethodPost, base(nd)+"/tables/rename",
+		`{"source":{"namespace":["db"],"name":"events"},"destination":{"namespace":["db"],"name":"v"}}`), http.StatusConflict, "AlreadyExistsException")
+	expectError(t, tc.Do(t, http.MethodPost, base(nd)+"/views/rename",
+		`{"source":{"namespace":["db"],"name":"v"},"destination":{"namespace":["db"],"name":"events"}}`), http.StatusConflict, "AlreadyExistsException")
+
+	expectError(t, tc.Do(t, http.MethodGet, base(nd)+"/namespaces/db/tables/v", nil), http.StatusNotFound, "NoSuchTableException")
+	ok(t, http.StatusNotFound, http.MethodHead, base(nd)+"/namespaces/db/tables/v", nil)
+	expectError(t, tc.Do(t, http.MethodDelete, base(nd)+"/namespaces/db/tables/v", nil), http.StatusNotFound, "NoSuchTableException")
+	expectError(t, tc.Do(t, http.MethodPost, base(nd)+"/namespaces/db/tables/v", `{"requirements":[],"updates":[]}`),
+		http.StatusNotFound, "NoSuchTableException")
+	expectError(t, tc.Do(t, http.MethodGet, viewURL(nd.URL, "db", "events"), nil), http.StatusNotFound, "NoSuchViewException")
+	ok(t, http.StatusNotFound, http.MethodHead, viewURL(nd.URL, "db", "events"), nil)
+	expectError(t, tc.Do(t, http.MethodDelete, viewURL(nd.URL, "db", "events"), nil), http.StatusNotFound, "NoSuchViewException")
+	expectError(t, tc.Do(t, http.MethodPost, base(nd)+"/views/rename",
+		`{"source":{"namespace":["db"],"name":"events"},"destination":{"namespace":["db"],"name":"x"}}`), http.StatusNotFound, "NoSuchViewException")
+
+	if got := tableNames(ok(t, http.StatusOK, http.MethodGet, base(nd)+"/namespaces/db/tables", nil)); fmt.Sprint(got) != "[events]" {
+		t.Fatalf("tables listed: %v", got)
+	}
+	views := ok(t, http.StatusOK, http.MethodGet, viewsURL(nd.URL, "db"), nil)
+	if got := fmt.Sprint(views.Body["identifiers"]); got != "[map[name:v namespace:[db]]]" {
+		t.Fatalf("views listed: %s", got)
+	}
+	expectError(t, tc.Do(t, http.MethodDelete, base(nd)+"/namespaces/"+deep, nil), http.StatusConflict, "NamespaceNotEmptyException")
+	rename := `{"source":{"namespace":["db","deep"],"name":"recent"},"destination":{"namespace":["db"],"name":"recent"}}`
+	ok(t, http.StatusNoContent, http.MethodPost, base(nd)+"/views/rename", rename)
+	ok(t, http.StatusNoContent, http.MethodDelete, base(nd)+"/namespaces/"+deep, nil)
+	ok(t, http.StatusOK, http.MethodGet, viewURL(nd.URL, "db", "recent"), nil)
 }

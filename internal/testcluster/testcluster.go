@@ -149,7 +149,7 @@ func (nd *Node) start() error {
 	nd.objects = storage.NewBlobs(storage.BlobOptions{})
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
 	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects},
-		Iceberg: iceberg.Config{Objects: nd.icebergStore()}})
+		Iceberg: iceberg.Config{Objects: nd.icebergStore(), Credentials: nd.creds}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
