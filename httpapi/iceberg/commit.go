@@ -126,10 +126,7 @@ func (s *Server) plan(c echo.Context, st *fsm.State, r ref, b commitBody, canCre
 	ch := &change{ref: r}
 	tb, err := lookupTable(st, r)
 	if err != nil {
-		if _, taken := st.TableIn(r.path(), r.name); !taken && asserts(reqs, "assert-create") {
-			return s.planCreateCommit(st, ch, reqs, updates)
-		}
-		return nil, asTableMissing(err)
+		return s.planMissing(st, ch, reqs, updates, err)
 	}
 	ch.table = tb
 	if ch.base, err = s.readMetadata(c.Request().Context(), tb.Iceberg.MetadataLocation); err != nil {
@@ -200,6 +197,20 @@ func updateError(r ref, err error) error {
 	return httpapi.Invalid("Invalid update for %s: %v", r.dotted(), err)
 }
 
+// planMissing plans a commit to a name that is not an Iceberg table: a
+// staged create's commit (assert-create) when the name is free, else the
+// table's absence; assert-create over a taken name fails as a commit.
+func (s *Server) planMissing(st *fsm.State, ch *change, reqs table.Requirements, updates table.Updates, err error) (*change, error) {
+	_, taken := st.TableIn(ch.ref.path(), ch.ref.name)
+	switch {
+	case !asserts(reqs, "assert-create"):
+		return nil, asTableMissing(err)
+	case taken:
+		return nil, fsm.Errf(fsm.CodeRequirementConflict, "Requirement failed: %s already exists", ch.ref.dotted())
+	}
+	return s.planCreateCommit(st, ch, reqs, updates)
+}
+
 // planCreateCommit finishes a staged create: the metadata is built from
 // the updates alone.
 func (s *Server) planCreateCommit(st *fsm.State, ch *change, reqs table.Requirements, updates table.Updates) (*change, error) {
@@ -238,23 +249,31 @@ func (s *Server) proposeCommit(c echo.Context, stamp fsm.Stamp, changes []*chang
 		if err != nil {
 			return nil, err
 		}
-		cmd.Tables = append(cmd.Tables, mirror(ch, f))
+		e, err := mirror(ch, f)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Tables = append(cmd.Tables, e)
 	}
 	return cmd, nil
 }
 
 // mirror is a table's commit entry: the pointer swap, and the properties
 // and location the table record mirrors when they changed.
-func mirror(ch *change, f *metadataFile) fsm.IcebergCommit {
+func mirror(ch *change, f *metadataFile) (fsm.IcebergCommit, error) {
 	e := fsm.IcebergCommit{Namespace: ch.table.NamespacePath(), Name: ch.table.Name,
 		BaseMetadataLocation: ch.table.Iceberg.MetadataLocation, MetadataLocation: f.location}
 	if props := map[string]string(ch.meta.Properties()); !maps.Equal(props, map[string]string(ch.base.meta.Properties())) {
 		e.Properties = &props
 	}
 	if loc := strings.TrimRight(ch.meta.Location(), "/"); loc != strings.TrimRight(ch.table.Location, "/") {
-		e.Location = loc
+		norm, err := storage.Normalize(loc)
+		if err != nil {
+			return e, httpapi.Invalid("Invalid set-location for %s: %v", ch.ref.dotted(), err)
+		}
+		e.Location = strings.TrimRight(norm, "/")
 	}
-	return e
+	return e, nil
 }
 
 type commitResult struct {

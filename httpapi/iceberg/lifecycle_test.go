@@ -104,6 +104,10 @@ func TestCredentialsMetricsAndOtherFormats(t *testing.T) {
 		t.Fatalf("the 404 does not name the format: %s", r.Raw)
 	}
 	expectError(t, testcluster.Do(t, http.MethodPost, base(nodes[2])+"/namespaces/db/tables", createBody("dt")), 409, "AlreadyExistsException")
+	expectError(t, testcluster.Do(t, http.MethodPost, base(nodes[1])+"/namespaces/db/tables/dt",
+		`{"requirements":[{"type":"assert-create"}],"updates":[]}`), 409, "CommitFailedException")
+	expectError(t, testcluster.Do(t, http.MethodPost, base(nodes[1])+"/namespaces/db/tables/dt",
+		`{"requirements":[],"updates":[]}`), 404, "NoSuchTableException")
 	if l := ok(t, http.StatusOK, http.MethodGet, base(nodes[2])+"/namespaces/db/tables", nil); strings.Contains(l.Text(), "dt") {
 		t.Fatalf("the listing shows the Delta table: %s", l.Raw)
 	}
