@@ -91,6 +91,8 @@ func canonEnum(s string) string {
 		return TableManaged
 	case TableExternal:
 		return TableExternal
+	case TableView:
+		return TableView
 	}
 	return s
 }

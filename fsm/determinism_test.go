@@ -30,6 +30,8 @@ type logGen struct {
 	rules   bool // stamp the current validation rules (else the original ones)
 	// lastIceberg is the last Iceberg commit emitted, to replay.
 	lastIceberg *fsm.CommitIcebergTables
+	// lastView is the last view replace emitted, to replay.
+	lastView *fsm.ReplaceIcebergView
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
@@ -562,10 +564,10 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	_, _, tables, commits := g.driver.State().Counts()
 	t.Logf("log: %d entries, %d ok, %d no-op, %d failed %v; %d tables, %d tracked commits",
 		len(g.log), successes, noops, failures, codes, tables, commits)
-	multi, props := icebergVariety(g.results)
-	t.Logf("iceberg: %d multi-table commits, %d namespace property updates", multi, props)
-	if multi == 0 || props == 0 {
-		t.Fatal("the log has no Iceberg multi-table commit or namespace property update")
+	multi, props, views := icebergVariety(g.results)
+	t.Logf("iceberg: %d multi-table commits, %d namespace property updates, %d view changes", multi, props, views)
+	if multi == 0 || props == 0 || views < 3 {
+		t.Fatal("the log has no Iceberg multi-table commit, namespace property update or view changes")
 	}
 	if failures < 50 || noops < 10 || successes < 200 || tables < 5 || commits < 20 || len(codes) < 8 || codes[fsm.CodeResourceExhausted] == 0 {
 		t.Fatalf("log is not varied enough: ok %d, no-op %d, failed %d %v, tables %d, commits %d",

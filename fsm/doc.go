@@ -27,7 +27,8 @@
 // namespace.go, table.go, staging.go. Delta's table state and rules are in
 // table_delta.go and delta_*.go; Iceberg's metadata pointer is in
 // table_iceberg.go and its commands in iceberg_*.go (create, the atomic
-// multi-table commit, drop and rename by namespace path). Property
+// multi-table commit, drop and rename by namespace path; views, which are
+// tables of type VIEW, in iceberg_view.go). Property
 // updates of a namespace at any level are namespace_properties.go's.
 //
 // # Adding an object kind

@@ -1,7 +1,5 @@
 package fsm
 
-import "strings"
-
 // CmdCreateIcebergTable creates an Iceberg table.
 const CmdCreateIcebergTable CommandType = 15
 
@@ -59,8 +57,8 @@ func applyCreateIcebergTable(t *tx, index uint64, c *CreateIcebergTable) Result 
 	if err := t.namespaceExists(c.Namespace); err != nil {
 		return failed(err)
 	}
-	if _, ok := t.tableIn(c.Namespace, c.Name); ok {
-		return failed(Errf(CodeTableExists, "Table already exists: %s.%s", strings.Join(c.Namespace, "."), c.Name))
+	if err := t.nameFree(c.Namespace, c.Name); err != nil {
+		return failed(err)
 	}
 	if err := t.checkIcebergLocation(c); err != nil {
 		return failed(err)

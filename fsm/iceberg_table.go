@@ -1,9 +1,6 @@
 package fsm
 
-import (
-	"slices"
-	"strings"
-)
+import "slices"
 
 // Command types that drop and rename Iceberg tables by namespace path.
 const (
@@ -52,14 +49,14 @@ func applyRenameIcebergTable(t *tx, index uint64, c *RenameIcebergTable) Result 
 	if err != nil {
 		return failed(err)
 	}
-	if err := t.renameTarget(c); err != nil {
+	if err := t.renameTarget(c.Namespace, c.NewNamespace, c.NewName); err != nil {
 		return failed(err)
 	}
 	if slices.Equal(c.NewNamespace, old.NamespacePath()) && c.NewName == old.Name {
 		return Result{Table: old, NoOp: true}
 	}
-	if _, exists := t.tableIn(c.NewNamespace, c.NewName); exists {
-		return failed(Errf(CodeTableExists, "Table already exists: %s.%s", strings.Join(c.NewNamespace, "."), c.NewName))
+	if err := t.nameFree(c.NewNamespace, c.NewName); err != nil {
+		return failed(err)
 	}
 	tb := old.clone()
 	t.placeIn(tb, c.NewNamespace)
@@ -72,12 +69,12 @@ func applyRenameIcebergTable(t *tx, index uint64, c *RenameIcebergTable) Result 
 
 // renameTarget refuses a destination that is malformed, missing or in
 // another catalog.
-func (t *tx) renameTarget(c *RenameIcebergTable) *Error {
-	if err := tableRefError(c.NewNamespace, c.NewName); err != nil {
+func (t *tx) renameTarget(from, to []string, name string) *Error {
+	if err := tableRefError(to, name); err != nil {
 		return err
 	}
-	if c.NewNamespace[0] != c.Namespace[0] {
-		return Invalidf("Cannot rename a table across catalogs: %s to %s", c.Namespace[0], c.NewNamespace[0])
+	if to[0] != from[0] {
+		return Invalidf("Cannot rename a table across catalogs: %s to %s", from[0], to[0])
 	}
-	return t.namespaceExists(c.NewNamespace)
+	return t.namespaceExists(to)
 }

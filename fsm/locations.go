@@ -43,8 +43,12 @@ func (t *tx) indexTable(tb *Table) {
 	}
 }
 
-// unindexTable forgets a deleted table's location.
+// unindexTable forgets a deleted table's location. A table without one
+// (a view) was never indexed.
 func (t *tx) unindexTable(tb *Table) {
+	if tb.Location == "" {
+		return
+	}
 	tree, key := t.tree(locationTree), overlapKey(tb.Location)
 	ids, _ := get[[]string](tree, key)
 	rest := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == tb.ID })

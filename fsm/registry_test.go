@@ -27,7 +27,7 @@ func TestRegistriesRefuseMistakes(t *testing.T) {
 }
 
 func TestEveryKindIsRegistered(t *testing.T) {
-	for ct := CmdInit; ct <= CmdUpdateNamespaceProperties; ct++ {
+	for ct := CmdInit; ct <= CmdRenameIcebergView; ct++ {
 		spec := commandSpecs[ct]
 		if spec == nil || spec.newCmd().Type() != ct {
 			t.Fatalf("command type %d not registered", ct)
@@ -67,7 +67,8 @@ func TestRecordsComeInKindOrder(t *testing.T) {
 
 func TestCommandNames(t *testing.T) {
 	for ct, want := range map[CommandType]string{CmdInit: "Init", CmdCreateStagingTable: "CreateStagingTable",
-		CmdUpdateTable: "UpdateTable", CmdRenameTable: "RenameTable", CmdCreateNamespace: "CreateNamespace", 200: "unknown(200)"} {
+		CmdUpdateTable: "UpdateTable", CmdRenameTable: "RenameTable", CmdCreateNamespace: "CreateNamespace",
+		CmdReplaceIcebergView: "ReplaceIcebergView", 200: "unknown(200)"} {
 		if got := ct.String(); got != want {
 			t.Errorf("%d is named %q, want %q", uint8(ct), got, want)
 		}

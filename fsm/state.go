@@ -60,6 +60,12 @@ func (s *State) Counts() (catalogs, schemas, tables, commits int) {
 // stopping after limit values (limit <= 0: all). Keys of deeper levels
 // are skipped a whole subtree at a time.
 func walkAfter(t *iradix.Tree, prefix []byte, after string, limit int, visit func(any)) {
+	walkAfterWhere(t, prefix, after, limit, func(any) bool { return true }, visit)
+}
+
+// walkAfterWhere is walkAfter visiting only the values keep accepts; limit
+// counts those.
+func walkAfterWhere(t *iradix.Tree, prefix []byte, after string, limit int, keep func(any) bool, visit func(any)) {
 	start := append(append([]byte{}, prefix...), after...)
 	if after != "" {
 		start = append(start, 0) // first key strictly greater than prefix+after
@@ -69,6 +75,9 @@ func walkAfter(t *iradix.Tree, prefix []byte, after string, limit int, visit fun
 		it := t.Root().Iterator()
 		it.SeekLowerBound(start)
 		next, done := walkLevel(it, prefix, func(v any) bool {
+			if !keep(v) {
+				return false
+			}
 			visit(v)
 			n++
 			return limit > 0 && n >= limit

@@ -15,6 +15,9 @@ import (
 const (
 	TableManaged  = "MANAGED"
 	TableExternal = "EXTERNAL"
+	// TableView is the type of an Iceberg view (iceberg_view.go): a named
+	// query with no data, and so no location.
+	TableView = "VIEW"
 )
 
 // Table is the format-agnostic heart of the catalog: a named table in a

@@ -67,6 +67,9 @@ func (t *tx) resolveIceberg(namespace []string, name string) (*Table, *Error) {
 	if tb.Format != FormatIceberg || tb.Iceberg == nil {
 		return nil, Errf(CodeUnsupportedFormat, "Table is not an Iceberg table: %s", tb.FullName())
 	}
+	if tb.IsView() {
+		return nil, Errf(CodeTableNotFound, "Table not found: %s is a view", tb.FullName())
+	}
 	return tb, nil
 }
 

@@ -53,6 +53,13 @@ var routeCases = map[string]routeCase{
 		`"destination":{"namespace":["default"],"name":"sweep_x"}}`, "", false},
 	"POST " + icebergPrefix + "/v1/:prefix/transactions/commit": {`{"table-changes":[{"identifier":{"namespace":["default"],"name":"sweep"},` +
 		`"requirements":[],"updates":[]}]}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/views": {`{"name":"sweep_v","schema":{"type":"struct","schema-id":0,` +
+		`"fields":[]},"view-version":{"version-id":1,"timestamp-ms":1700000000000,"schema-id":0,"summary":{},` +
+		`"representations":[{"type":"sql","sql":"select 1","dialect":"spark"}],"default-namespace":["default"]},"properties":{}}`, "name", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/views/:view": {`{"requirements":[],` +
+		`"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/views/rename": {`{"source":{"namespace":["default"],"name":"sweep"},` +
+		`"destination":{"namespace":["default"],"name":"sweep_v2"}}`, "", false},
 	"POST /v1/cluster/transfer-leadership": {`{"id":"node-x"}`, "id", false},
 	"POST /v1/cluster/remove-node":         {`{"id":"node-x"}`, "id", true},
 	"POST /v1/cluster/restore":             {`{"not":"a snapshot"}`, "", false},

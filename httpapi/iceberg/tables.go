@@ -16,9 +16,6 @@ import (
 const (
 	tablesPath = nsPath + "/tables"
 	tablePath  = tablesPath + "/:table"
-	// viewType is the table type of Iceberg views, which table routes
-	// never see.
-	viewType = "VIEW"
 	// purgeTimeout bounds deleting a dropped table's files.
 	purgeTimeout = 5 * time.Minute
 )
@@ -37,7 +34,7 @@ func init() {
 
 // isTable reports whether tb is an Iceberg table (not a view, not Delta).
 func isTable(tb *fsm.Table) bool {
-	return tb.Format == fsm.FormatIceberg && tb.Iceberg != nil && tb.Type != viewType
+	return tb.Format == fsm.FormatIceberg && tb.Iceberg != nil && !tb.IsView()
 }
 
 // lookupTable resolves an Iceberg table: 404 NoSuchNamespaceException
@@ -49,7 +46,7 @@ func lookupTable(st *fsm.State, r ref) (*fsm.Table, error) {
 	}
 	tb, found := st.TableIn(r.path(), r.name)
 	switch {
-	case !found || tb.Type == viewType:
+	case !found || tb.IsView():
 		return nil, fsm.Errf(fsm.CodeTableNotFound, "Table does not exist: %s", r.dotted())
 	case !isTable(tb):
 		return nil, fsm.Errf(fsm.CodeUnsupportedFormat, "Table %s is a %s table, not an Iceberg table", r.dotted(), tb.Format)
@@ -96,12 +93,7 @@ func (s *Server) listTables(c echo.Context) error {
 	if _, err := lookupNamespace(st, r); err != nil {
 		return err
 	}
-	var tables []*fsm.Table
-	for _, tb := range st.TablesIn(r.path(), p.after, 0) {
-		if isTable(tb) {
-			tables = append(tables, tb)
-		}
-	}
+	tables := st.TablesInWhere(r.path(), p.after, p.limit(), isTable)
 	found, next := cut(p, tables, func(tb *fsm.Table) string { return tb.Name })
 	out := tableList{Identifiers: []identifier{}, NextPageToken: next}
 	for _, tb := range found {

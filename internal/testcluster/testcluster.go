@@ -38,6 +38,8 @@ type Node struct {
 	leaderWait time.Duration
 	creds      storage.StaticCredentials
 	objects    *storage.Blobs
+
+	icebergObjects func(storage.ObjectStore) iceberg.ObjectStore
 }
 
 // Options tune a test cluster.
@@ -57,6 +59,9 @@ type Options struct {
 	MinQuorum           int
 	// NoReadLease makes every linearizable read take a quorum round.
 	NoReadLease bool
+	// IcebergObjects wraps the object store the Iceberg catalog writes its
+	// metadata files through (nil: the node's own).
+	IcebergObjects func(storage.ObjectStore) iceberg.ObjectStore
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -103,7 +108,8 @@ func Add(t testing.TB, nodes []*Node, id string, bootstrapExpect int, opts Optio
 
 func newNode(t testing.TB, id string, expect int, join []string, opts Options) *Node {
 	t.Helper()
-	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials}
+	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials,
+		icebergObjects: opts.IcebergObjects}
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
@@ -143,11 +149,19 @@ func (nd *Node) start() error {
 	nd.objects = storage.NewBlobs(storage.BlobOptions{})
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
 	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects},
-		Iceberg: iceberg.Config{Objects: nd.objects, Credentials: nd.creds}})
+		Iceberg: iceberg.Config{Objects: nd.icebergStore(), Credentials: nd.creds}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
 	return nil
+}
+
+// icebergStore is the object store the node's Iceberg catalog uses.
+func (nd *Node) icebergStore() iceberg.ObjectStore {
+	if nd.icebergObjects != nil {
+		return nd.icebergObjects(nd.objects)
+	}
+	return nd.objects
 }
 
 // Stop shuts the node down (HTTP, then raft and gossip). Idempotent.
