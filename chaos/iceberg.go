@@ -75,7 +75,8 @@ func openIceberg(base string) (icebergCatalog, error) {
 	if err != nil || status != http.StatusOK {
 		return icebergCatalog{}, fmt.Errorf("iceberg config: %d %v %v", status, cfg, err)
 	}
-	prefix, _ := cfg["overrides"].(map[string]any)["prefix"].(string)
+	overrides, _ := cfg["overrides"].(map[string]any)
+	prefix, _ := overrides["prefix"].(string)
 	if prefix == "" {
 		return icebergCatalog{}, fmt.Errorf("iceberg config names no prefix: %v", cfg)
 	}
