@@ -156,7 +156,7 @@ func expect4xx(t *testing.T, method, path string, r reply) {
 	}
 	want := []string{"code", "error"}
 	switch {
-	case strings.HasPrefix(path, deltaPrefix):
+	case strings.HasPrefix(path, deltaPrefix), strings.HasPrefix(path, icebergPrefix):
 		want = []string{"error"}
 	case strings.HasPrefix(path, apiPrefix):
 		want = []string{"details", "error_code", "message"}

@@ -19,6 +19,8 @@ import (
 const (
 	apiPrefix   = "/api/2.1/unity-catalog"
 	deltaPrefix = apiPrefix + "/delta/v1"
+	// icebergPrefix is the Iceberg REST catalog prefix.
+	icebergPrefix = apiPrefix + "/iceberg"
 
 	headerIndex       = "X-Raftcat-Index"
 	headerConsistency = "X-Raftcat-Consistency"

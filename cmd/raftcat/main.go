@@ -21,6 +21,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -171,7 +172,8 @@ func runNode(cfg Config, log *slog.Logger) error {
 	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
-		Delta: deltaapi.Config{Credentials: cfg.Credentials, Objects: objects}})
+		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},
+		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()

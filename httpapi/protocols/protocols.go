@@ -7,13 +7,15 @@ import (
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 )
 
 // Config configures the protocols.
 type Config struct {
-	Admin admin.Config
-	Delta deltaapi.Config
+	Admin   admin.Config
+	Delta   deltaapi.Config
+	Iceberg iceberg.Config
 }
 
 // Mount registers every protocol on core and returns the admin endpoints
@@ -23,5 +25,6 @@ func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server
 	adm := admin.Register(core, ops, cfg.Admin)
 	ucrest.Register(core)
 	deltaapi.Register(core, cfg.Delta)
+	iceberg.Register(core, cfg.Iceberg)
 	return adm
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -141,7 +142,8 @@ func (nd *Node) start() error {
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.objects = storage.NewBlobs(storage.BlobOptions{})
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
-	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects}})
+	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects},
+		Iceberg: iceberg.Config{Objects: nd.objects, Credentials: nd.creds}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true

@@ -1,0 +1,158 @@
+package iceberg
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/storage"
+)
+
+// metadataFile is a parsed metadata file and its bytes, as stored.
+type metadataFile struct {
+	location string
+	raw      []byte
+	meta     table.Metadata
+}
+
+// objects returns the object store, or a 503 when the node has none.
+func (s *Server) objects() (ObjectStore, error) {
+	if s.cfg.Objects == nil {
+		return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "This node has no object store configured for Iceberg metadata.")
+	}
+	return s.cfg.Objects, nil
+}
+
+// readMetadata returns the metadata file at loc, from the cache when it
+// holds it (files never change once written).
+func (s *Server) readMetadata(ctx context.Context, loc string) (*metadataFile, error) {
+	if f, ok := s.cache.get(loc); ok {
+		return f, nil
+	}
+	objs, err := s.objects()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := objs.Read(ctx, loc)
+	if err != nil {
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
+	}
+	f, err := parseMetadataFile(loc, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(f)
+	return f, nil
+}
+
+func parseMetadataFile(loc string, raw []byte) (*metadataFile, error) {
+	meta, err := table.ParseMetadataBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse metadata file %s: %w", loc, err)
+	}
+	return &metadataFile{location: loc, raw: raw, meta: meta}, nil
+}
+
+// metadataLocation names the metadata file of a table's version n.
+func metadataLocation(tableLoc string, version int64) string {
+	return storage.Join(tableLoc, fmt.Sprintf("metadata/%05d-%s.metadata.json", version, uuid.NewString()))
+}
+
+// writeMetadata writes new metadata create-only at loc and caches it.
+func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metadata) (*metadataFile, error) {
+	objs, err := s.objects()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	if err := objs.Write(ctx, loc, raw); err != nil {
+		return nil, fmt.Errorf("write metadata file %s: %w", loc, err)
+	}
+	f := &metadataFile{location: loc, raw: raw, meta: meta}
+	s.cache.put(f)
+	return f, nil
+}
+
+// removeFile deletes a metadata file no pointer will name (best effort).
+func (s *Server) removeFile(loc string) {
+	s.cache.drop(loc)
+	if s.cfg.Objects == nil {
+		return
+	}
+	if err := s.cfg.Objects.Delete(context.Background(), loc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		s.log.Warn("could not delete an unreferenced metadata file", "location", loc, "err", err)
+	}
+}
+
+// metadataCache holds parsed metadata files by location, least recently
+// used first out once their bytes exceed the bound.
+type metadataCache struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	order *list.List // of *metadataFile, most recent at the front
+	byLoc map[string]*list.Element
+}
+
+func newMetadataCache(maxBytes int64) *metadataCache {
+	return &metadataCache{max: maxBytes, order: list.New(), byLoc: map[string]*list.Element{}}
+}
+
+// cost estimates what an entry holds: its bytes and their parsed form.
+func cost(f *metadataFile) int64 { return 3 * int64(len(f.raw)) }
+
+func (m *metadataCache) get(loc string) (*metadataFile, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.byLoc[loc]
+	if !ok {
+		return nil, false
+	}
+	m.order.MoveToFront(el)
+	return el.Value.(*metadataFile), true
+}
+
+func (m *metadataCache) put(f *metadataFile) {
+	if cost(f) > m.max {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.byLoc[f.location]; ok {
+		return
+	}
+	m.byLoc[f.location] = m.order.PushFront(f)
+	m.bytes += cost(f)
+	for m.bytes > m.max {
+		m.remove(m.order.Back())
+	}
+}
+
+func (m *metadataCache) drop(loc string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.byLoc[loc]; ok {
+		m.remove(el)
+	}
+}
+
+func (m *metadataCache) remove(el *list.Element) {
+	f := m.order.Remove(el).(*metadataFile)
+	delete(m.byLoc, f.location)
+	m.bytes -= cost(f)
+}
+
+// isMetadataFile tells a metadata file from other objects by name.
+func isMetadataFile(loc string) bool { return strings.HasSuffix(loc, ".metadata.json") }
