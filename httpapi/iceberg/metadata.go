@@ -156,3 +156,31 @@ func (m *metadataCache) remove(el *list.Element) {
 
 // isMetadataFile tells a metadata file from other objects by name.
 func isMetadataFile(loc string) bool { return strings.HasSuffix(loc, ".metadata.json") }
+
+// refsOnly is a metadata file's JSON with only the snapshots a branch or
+// tag references (the snapshots=refs load).
+func refsOnly(f *metadataFile) (json.RawMessage, error) {
+	keep := map[int64]bool{}
+	for _, r := range f.meta.Refs() {
+		keep[r.SnapshotID] = true
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(f.raw, &doc); err != nil {
+		return nil, err
+	}
+	var snaps []json.RawMessage
+	if err := json.Unmarshal(doc["snapshots"], &snaps); err != nil && doc["snapshots"] != nil {
+		return nil, err
+	}
+	kept := []json.RawMessage{}
+	for _, raw := range snaps {
+		var id struct {
+			ID int64 `json:"snapshot-id"`
+		}
+		if json.Unmarshal(raw, &id) == nil && keep[id.ID] {
+			kept = append(kept, raw)
+		}
+	}
+	doc["snapshots"], _ = json.Marshal(kept)
+	return json.Marshal(doc)
+}
