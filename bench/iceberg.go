@@ -136,7 +136,9 @@ func (w *icebergWriter) commit(ctx context.Context) (int, error) {
 		w.seq++
 		body := icebergAppend(w.ident, h, int64(w.id+1)*1_000_000_000+int64(w.seq), time.Now().UnixMilli())
 		start := time.Now()
-		code, _, err := w.s.send(ctx, http.MethodPost, w.url, bytes.NewReader(body), &w.buf)
+		// A commit once sent is waited for, also when the window ends: a
+		// cancelled one would leave its outcome unknown.
+		code, _, err := w.s.send(context.WithoutCancel(ctx), http.MethodPost, w.url, bytes.NewReader(body), &w.buf)
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
