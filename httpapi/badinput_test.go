@@ -42,9 +42,20 @@ var routeCases = map[string]routeCase{
 		`"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
 	"POST " + deltaPrefix + "/catalogs/:catalog/schemas/:schema/tables/:table/rename":  {`{"new-name":"sweep_r"}`, "new-name", true},
 	"POST " + deltaPrefix + "/catalogs/:catalog/schemas/:schema/tables/:table/metrics": {`{"report":{"type":"commit-report"}}`, "", false},
-	"POST /v1/cluster/transfer-leadership":                                             {`{"id":"node-x"}`, "id", false},
-	"POST /v1/cluster/remove-node":                                                     {`{"id":"node-x"}`, "id", true},
-	"POST /v1/cluster/restore":                                                         {`{"not":"a snapshot"}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces":                                 {`{"namespace":["sweep_ns"],"properties":{"k":"v"}}`, "namespace", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/properties":           {`{"removals":["a"],"updates":{"k":"v"}}`, "removals", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/tables": {`{"name":"sweep_i","schema":{"type":"struct",` +
+		`"fields":[{"type":"long","id":1,"name":"id","required":true}],"schema-id":0},"properties":{"k":"v"}}`, "name", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/register":              {`{"name":"sweep_reg","metadata-location":"file:///nowhere/x.metadata.json"}`, "name", true},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/tables/:table":         {`{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/namespaces/:namespace/tables/:table/metrics": {`{"report-type":"scan-report"}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/tables/rename": {`{"source":{"namespace":["default"],"name":"sweep"},` +
+		`"destination":{"namespace":["default"],"name":"sweep_x"}}`, "", false},
+	"POST " + icebergPrefix + "/v1/:prefix/transactions/commit": {`{"table-changes":[{"identifier":{"namespace":["default"],"name":"sweep"},` +
+		`"requirements":[],"updates":[]}]}`, "", false},
+	"POST /v1/cluster/transfer-leadership": {`{"id":"node-x"}`, "id", false},
+	"POST /v1/cluster/remove-node":         {`{"id":"node-x"}`, "id", true},
+	"POST /v1/cluster/restore":             {`{"not":"a snapshot"}`, "", false},
 }
 
 // Routes the sweep leaves alone: leave stops the node it is sent to, the
@@ -104,9 +115,9 @@ func fill(path, param, value string) string {
 		switch {
 		case p == param:
 			return value
-		case p == ":catalog" || p == ":name":
+		case p == ":catalog" || p == ":name" || p == ":prefix":
 			return "unity"
-		case p == ":schema":
+		case p == ":schema" || p == ":namespace":
 			return "default"
 		case p == ":full_name" && strings.Contains(path, "/schemas/"):
 			return "unity.default"

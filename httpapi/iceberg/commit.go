@@ -52,7 +52,7 @@ func (s *Server) buildCommit(in *httpapi.In[commitBody]) (fsm.Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.plan(in, st, r, in.Body)
+	ch, err := s.plan(in, st, r, in.Body, true)
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +103,9 @@ func (s *Server) planAll(c echo.Context, st *fsm.State, w string, bodies []commi
 			return nil, httpapi.Invalid("A transaction names table %s twice", r.dotted())
 		}
 		seen[key] = true
-		ch, err := s.plan(c, st, r, b)
+		ch, err := s.plan(c, st, r, b, false)
 		if err != nil {
 			return nil, err
-		}
-		if ch.create {
-			return nil, echo.NewHTTPError(http.StatusNotAcceptable, "A transaction cannot create a table (assert-create); commit the staged create on its own.")
 		}
 		out = append(out, ch)
 	}
@@ -116,11 +113,15 @@ func (s *Server) planAll(c echo.Context, st *fsm.State, w string, bodies []commi
 }
 
 // plan resolves a table, checks the requirements against its current
-// metadata and applies the updates.
-func (s *Server) plan(c echo.Context, st *fsm.State, r ref, b commitBody) (*change, error) {
+// metadata and applies the updates. Only a single-table commit may
+// finish a staged create (canCreate).
+func (s *Server) plan(c echo.Context, st *fsm.State, r ref, b commitBody, canCreate bool) (*change, error) {
 	reqs, updates, err := decodeCommit(b)
 	if err != nil {
 		return nil, err
+	}
+	if !canCreate && asserts(reqs, "assert-create") {
+		return nil, echo.NewHTTPError(http.StatusNotAcceptable, "A transaction cannot create a table (assert-create); commit the staged create on its own.")
 	}
 	ch := &change{ref: r}
 	tb, err := lookupTable(st, r)

@@ -1,6 +1,7 @@
 package iceberg_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,3 +61,13 @@ func start(t *testing.T) []*testcluster.Node {
 func mustMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodPost || m == http.MethodHead || m == http.MethodDelete
 }
+
+func mustJSON(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(raw)
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

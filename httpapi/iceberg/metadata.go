@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/apache/iceberg-go/table"
@@ -153,9 +152,6 @@ func (m *metadataCache) remove(el *list.Element) {
 	delete(m.byLoc, f.location)
 	m.bytes -= cost(f)
 }
-
-// isMetadataFile tells a metadata file from other objects by name.
-func isMetadataFile(loc string) bool { return strings.HasSuffix(loc, ".metadata.json") }
 
 // refsOnly is a metadata file's JSON with only the snapshots a branch or
 // tag references (the snapshots=refs load).
