@@ -1,8 +1,10 @@
 // Package bench measures the commit path the way writers use it: every
 // client loads a table, then commits the next version with a precondition,
 // reloading and retrying when another writer won the version. The same
-// workload runs against raftcat's Delta API and, for comparison, against a
-// three-member etcd doing the equivalent compare-and-swap transaction.
+// workload runs against raftcat's Delta API and, for comparison, against
+// raftcat's Iceberg REST API (a new snapshot asserting the loaded one) and
+// against a three-member etcd doing the equivalent compare-and-swap
+// transaction.
 package bench
 
 import (
@@ -34,9 +36,14 @@ type Config struct {
 	AgainstEtcd bool
 	EtcdBin     string
 	// Rounds splits the measurement into this many windows of Duration
-	// each; against etcd they alternate between the two systems, so that
-	// a machine whose speed drifts slows both alike (0 or 1: one window).
+	// each; against etcd (or Iceberg) they alternate between the systems,
+	// so that a machine whose speed drifts slows them alike (0 or 1: one
+	// window).
 	Rounds int
+	// Protocol "iceberg" also runs the workload on the same cluster's
+	// Iceberg REST API, alternating with the Delta one ("" or "delta":
+	// Delta only).
+	Protocol string
 }
 
 // Report is the machine-readable result of one bench run.
@@ -64,6 +71,15 @@ type Report struct {
 	// results above are over all rounds).
 	Rounds      int       `json:"rounds"`
 	RoundRatios []float64 `json:"round_throughput_ratios,omitempty"`
+	// Protocol is delta, or iceberg when Iceberg ran beside Delta; then
+	// Iceberg is its result and the Iceberg ratios are Iceberg's commits/s
+	// and latencies over Delta's (Raftcat), overall and by round.
+	Protocol               string    `json:"protocol"`
+	Iceberg                *Result   `json:"iceberg,omitempty"`
+	IcebergThroughputRatio float64   `json:"iceberg_throughput_ratio,omitempty"`
+	IcebergP50Ratio        float64   `json:"iceberg_p50_ratio,omitempty"`
+	IcebergP99Ratio        float64   `json:"iceberg_p99_ratio,omitempty"`
+	IcebergRoundRatios     []float64 `json:"iceberg_round_throughput_ratios,omitempty"`
 }
 
 // system is one store the workload can run against.
@@ -141,16 +157,22 @@ func (tc tableCounts) check(latest func(table int) (int64, error), inFlight int)
 	return nil
 }
 
-// Run runs the workload on raftcat (and on etcd when asked) and returns
-// the report. Progress goes to log.
+// Run runs the workload on raftcat's Delta API (and on its Iceberg REST
+// API and on etcd when asked) and returns the report. Progress goes to log.
 func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if cfg.Tables < 1 || cfg.Clients < 1 || cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Rounds < 0 {
 		return Report{}, errors.New("bench: need tables >= 1, clients >= 1, duration > 0, warmup >= 0, rounds >= 0")
 	}
+	if cfg.Protocol == "" {
+		cfg.Protocol = "delta"
+	}
+	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" {
+		return Report{}, fmt.Errorf("bench: unknown protocol %q (delta or iceberg)", cfg.Protocol)
+	}
 	cfg.Rounds = max(cfg.Rounds, 1)
 	rep := Report{StartedAt: time.Now().UTC(), Tables: cfg.Tables, Clients: cfg.Clients, Target: "spread",
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), CPUs: runtime.NumCPU(), ServeFlags: cfg.ServeFlags,
-		Rounds: cfg.Rounds}
+		Rounds: cfg.Rounds, Protocol: cfg.Protocol}
 	if cfg.Leader {
 		rep.Target = "leader"
 	}
@@ -178,12 +200,16 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		return rep, err
 	}
 	runs = append(runs, &systemRun{sys: rc})
+	etcdAt, iceAt := -1, -1
 	if cfg.AgainstEtcd {
 		et, err := startEtcd(ctx, cfg, filepath.Join(cfg.Dir, "etcd"), log)
 		if err != nil {
 			return rep, err
 		}
-		runs = append(runs, &systemRun{sys: et})
+		etcdAt, runs = len(runs), append(runs, &systemRun{sys: et})
+	}
+	if cfg.Protocol == "iceberg" {
+		iceAt, runs = len(runs), append(runs, &systemRun{sys: &icebergSystem{rc: rc}})
 	}
 	for _, r := range runs {
 		if err := r.prepare(ctx, cfg, log); err != nil {
@@ -192,19 +218,20 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	}
 	rep.LeaderURL = rc.leaderTarget
 	for round := 1; round <= cfg.Rounds; round++ {
-		var rates []float64
-		for _, r := range runs {
+		rates := make([]float64, len(runs))
+		for i, r := range runs {
 			if cfg.Rounds > 1 {
 				fmt.Fprintf(log, "bench: round %d of %d\n", round, cfg.Rounds)
 			}
-			rate, err := r.window(ctx, cfg, log)
-			if err != nil {
+			if rates[i], err = r.window(ctx, cfg, log); err != nil {
 				return rep, err
 			}
-			rates = append(rates, rate)
 		}
-		if len(rates) == 2 && cfg.Rounds > 1 {
-			rep.RoundRatios = append(rep.RoundRatios, ratio(rates[0], rates[1]))
+		if cfg.Rounds > 1 && etcdAt > 0 {
+			rep.RoundRatios = append(rep.RoundRatios, ratio(rates[0], rates[etcdAt]))
+		}
+		if cfg.Rounds > 1 && iceAt > 0 {
+			rep.IcebergRoundRatios = append(rep.IcebergRoundRatios, ratio(rates[iceAt], rates[0]))
 		}
 	}
 	results := make([]Result, len(runs))
@@ -214,12 +241,20 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 	}
 	rep.Raftcat = &results[0]
-	if len(results) == 2 {
-		r, e := results[0], results[1]
-		rep.Etcd = &results[1]
+	r := results[0]
+	if etcdAt > 0 {
+		e := results[etcdAt]
+		rep.Etcd = &results[etcdAt]
 		rep.ThroughputRatio = ratio(r.CommitsPerSec, e.CommitsPerSec)
 		rep.P99Ratio = ratio(r.Latency.P99, e.Latency.P99)
 		rep.P50Ratio = ratio(r.Latency.P50, e.Latency.P50)
+	}
+	if iceAt > 0 {
+		ice := results[iceAt]
+		rep.Iceberg = &results[iceAt]
+		rep.IcebergThroughputRatio = ratio(ice.CommitsPerSec, r.CommitsPerSec)
+		rep.IcebergP99Ratio = ratio(ice.Latency.P99, r.Latency.P99)
+		rep.IcebergP50Ratio = ratio(ice.Latency.P50, r.Latency.P50)
 	}
 	return rep, nil
 }

@@ -127,18 +127,25 @@ func (s *raftcatSystem) leaderCheck(ctx context.Context, u string) (leads bool, 
 	return code == http.StatusOK && answer.Status == "leader", answer.LeaderHTTP
 }
 
-func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]committer, error) {
-	targets := s.urls
-	if s.leader {
+// targets are the nodes the clients talk to: every node, or with
+// --target leader the one passing the leader check (found once).
+func (s *raftcatSystem) targets(ctx context.Context) ([]string, error) {
+	if !s.leader {
+		return s.urls, nil
+	}
+	if s.leaderTarget == "" {
 		u, err := s.leaderURL(ctx, 10*time.Second)
 		if err != nil {
 			return nil, err
 		}
-		targets, s.leaderTarget = []string{u}, u
+		s.leaderTarget = u
 	}
-	run := fmt.Sprintf("bench_%d", time.Now().UnixNano()%1e12)
-	names := make([]string, tables)
-	uuids := make([]string, tables)
+	return []string{s.leaderTarget}, nil
+}
+
+// createAll runs create for every table index, 16 at a time, and returns
+// the first error.
+func createAll(ctx context.Context, tables int, create func(i int) error) error {
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
@@ -148,23 +155,37 @@ func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]com
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < tables && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				names[i] = fmt.Sprintf("%s_%d", run, i)
-				id, err := s.create(targets[i%len(targets)], names[i])
-				if err != nil {
+				if err := create(i); err != nil {
 					mu.Lock()
 					firstErr = err
 					mu.Unlock()
 					return
 				}
-				uuids[i] = id
 			}
 		}()
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
+	return ctx.Err()
+}
+
+func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]committer, error) {
+	targets, err := s.targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run := fmt.Sprintf("bench_%d", time.Now().UnixNano()%1e12)
+	names := make([]string, tables)
+	uuids := make([]string, tables)
+	err = createAll(ctx, tables, func(i int) error {
+		names[i] = fmt.Sprintf("%s_%d", run, i)
+		id, err := s.create(targets[i%len(targets)], names[i])
+		uuids[i] = id
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	s.acked = make(tableCounts, tables)

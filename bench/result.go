@@ -135,21 +135,37 @@ func (rep Report) Text() string {
 		s = fmt.Sprintf("%d clients over %d tables (%s), %d rounds of %.0f s measured after %.0f s warm-up each, %d CPUs\n",
 			rep.Clients, rep.Tables, rep.Target, rep.Rounds, rep.DurationS, rep.WarmupS, rep.CPUs)
 	}
-	s += rep.Raftcat.Line() + "\n"
-	if rep.Etcd != nil {
-		s += rep.Etcd.Line() + "\n"
-	}
-	s += rep.Raftcat.RequestLine() + "\n"
-	if rep.Etcd != nil {
-		s += rep.Etcd.RequestLine() + "\n"
-		s += fmt.Sprintf("raftcat/etcd: throughput x%.2f, p50 x%.2f, p99 x%.2f\n", rep.ThroughputRatio, rep.P50Ratio, rep.P99Ratio)
-		if len(rep.RoundRatios) > 0 {
-			s += "throughput ratio by round:"
-			for _, r := range rep.RoundRatios {
-				s += fmt.Sprintf(" x%.2f", r)
-			}
-			s += "\n"
+	others := []*Result{rep.Etcd, rep.Iceberg}
+	for _, r := range append([]*Result{rep.Raftcat}, others...) {
+		if r != nil {
+			s += r.Line() + "\n"
 		}
 	}
+	for _, r := range append([]*Result{rep.Raftcat}, others...) {
+		if r != nil {
+			s += r.RequestLine() + "\n"
+		}
+	}
+	if rep.Etcd != nil {
+		s += fmt.Sprintf("raftcat/etcd: throughput x%.2f, p50 x%.2f, p99 x%.2f\n", rep.ThroughputRatio, rep.P50Ratio, rep.P99Ratio)
+		s += byRound("throughput ratio by round:", rep.RoundRatios)
+	}
+	if rep.Iceberg != nil {
+		s += fmt.Sprintf("iceberg/delta: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
+			rep.IcebergThroughputRatio, rep.IcebergP50Ratio, rep.IcebergP99Ratio)
+		s += byRound("iceberg/delta throughput ratio by round:", rep.IcebergRoundRatios)
+	}
 	return s
+}
+
+// byRound is a line of per-round ratios, or nothing without rounds.
+func byRound(title string, ratios []float64) string {
+	if len(ratios) == 0 {
+		return ""
+	}
+	s := title
+	for _, r := range ratios {
+		s += fmt.Sprintf(" x%.2f", r)
+	}
+	return s + "\n"
 }

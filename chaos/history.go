@@ -4,7 +4,9 @@
 // each table's history is linearizable (porcupine, with unknown outcomes
 // treated as "may or may not have happened") and whether the invariants
 // a commit coordinator promises hold: no acknowledged commit lost, no
-// version bound to two file names.
+// version bound to two file names. Delta and Iceberg tables are checked
+// alike: an Iceberg table's versions are its snapshots' sequence numbers
+// and each version's file is its snapshot id.
 package chaos
 
 import (
@@ -28,8 +30,15 @@ const (
 	OutcomeUnknown = "unknown" // timeout, 5xx, broken connection: may or may not have applied
 )
 
+// Protocols a table can be written with.
+const (
+	ProtocolDelta   = ""        // Delta API: a commit names its version and file
+	ProtocolIceberg = "iceberg" // Iceberg REST: a commit adds a snapshot on an asserted base
+)
+
 // Op is one recorded operation (one line of history.jsonl).
 type Op struct {
+	Protocol   string `json:"protocol,omitempty"`
 	Client     int    `json:"client"`
 	Table      string `json:"table"`
 	Op         string `json:"op"`
@@ -38,13 +47,17 @@ type Op struct {
 	Outcome    string `json:"outcome"`
 	Status     int    `json:"status,omitempty"` // HTTP status of a definite answer
 
-	// commit
+	// commit. An Iceberg commit's version is its snapshot's sequence
+	// number, its file name the snapshot id, and Base the snapshot id it
+	// asserts is current ("" for a table without a snapshot).
 	Version  int64  `json:"version,omitempty"`
 	FileName string `json:"file_name,omitempty"`
+	Base     string `json:"base,omitempty"`
 
 	// load: what was observed; update: ETag is the asserted etag and
 	// NewETag the etag the update answered with.
 	LatestVersion int64  `json:"latest_version"` // kept when 0: a load that saw version 0 says so
+	Head          string `json:"head,omitempty"` // Iceberg load: the current snapshot id (the latest version's file)
 	ETag          string `json:"etag,omitempty"`
 	NewETag       string `json:"new_etag,omitempty"`
 
@@ -96,6 +109,9 @@ func (op Op) validate() error {
 	case OutcomeOK, OutcomeFail, OutcomeUnknown:
 	default:
 		return fmt.Errorf("unknown outcome %q", op.Outcome)
+	}
+	if op.Protocol != ProtocolDelta && op.Protocol != ProtocolIceberg {
+		return fmt.Errorf("unknown protocol %q", op.Protocol)
 	}
 	if op.Table == "" {
 		return fmt.Errorf("op without a table")

@@ -18,6 +18,14 @@ type tableState struct {
 
 func (s tableState) latest() int64 { return int64(len(s.files)) }
 
+// head is the latest version's file ("" before the first commit).
+func (s tableState) head() string {
+	if len(s.files) == 0 {
+		return ""
+	}
+	return s.files[len(s.files)-1]
+}
+
 func (s tableState) withCommit(file string) tableState {
 	return tableState{files: append(slices.Clip(s.files), file), etag: s.etag}
 }
@@ -34,11 +42,17 @@ func step(s tableState, op Op) (bool, tableState) {
 		if op.LatestVersion != s.latest() || (s.etag != "" && op.ETag != "" && op.ETag != s.etag) {
 			return false, s
 		}
+		if op.Head != "" && s.head() != op.Head {
+			return false, s
+		}
 		if s.etag == "" {
 			s.etag = op.ETag
 		}
 		return true, s
 	case OpCommit:
+		if op.Protocol == ProtocolIceberg {
+			return stepIcebergCommit(s, op)
+		}
 		return stepCommit(s, op)
 	case OpUpdate:
 		matches := s.etag == "" || op.ETag == s.etag
@@ -80,6 +94,24 @@ func stepCommit(s tableState, op Op) (bool, tableState) {
 	return true, s
 }
 
+// stepIcebergCommit is the Iceberg commit: add the snapshot as the next
+// sequence number if the asserted base is the current snapshot. There is
+// no replay: once a commit applied, its base is no longer current, so an
+// identical retry is refused with 409 like any commit on a stale base.
+func stepIcebergCommit(s tableState, op Op) (bool, tableState) {
+	applies := op.Version == s.latest()+1 && op.Base == s.head()
+	switch op.Outcome {
+	case OutcomeOK:
+		return applies, s.withCommit(op.FileName)
+	case OutcomeFail: // 409: the base is stale; other refusals must not hide a commit
+		return !applies || op.Status == 429, s
+	}
+	if applies { // unknown outcome: linearized as applied; at the end it is as if it never was
+		return true, s.withCommit(op.FileName)
+	}
+	return true, s
+}
+
 // tableModel is the porcupine model, partitioned by table.
 var tableModel = porcupine.Model{
 	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
@@ -110,9 +142,12 @@ var tableModel = porcupine.Model{
 		op := input.(Op)
 		switch op.Op {
 		case OpCommit:
+			if op.Protocol == ProtocolIceberg {
+				return fmt.Sprintf("commit v%d %s on %q -> %s %d", op.Version, op.FileName, op.Base, op.Outcome, op.Status)
+			}
 			return fmt.Sprintf("commit v%d %s -> %s %d", op.Version, op.FileName, op.Outcome, op.Status)
 		case OpLoad:
-			return fmt.Sprintf("load -> v%d %s", op.LatestVersion, op.Outcome)
+			return fmt.Sprintf("load -> v%d %s %s", op.LatestVersion, op.Head, op.Outcome)
 		}
 		return fmt.Sprintf("update if %s -> %s %s", op.ETag, op.NewETag, op.Outcome)
 	},
@@ -144,16 +179,19 @@ func operations(ops []Op) []porcupine.Operation {
 
 // settledBy gives each operation of unknown outcome the time after which
 // it can have no effect: a commit whose client later sent the identical
-// commit (same table, version and file) and got it acknowledged, or
-// refused because the version is taken, cannot apply after that answer (a
-// late arrival finds the version taken and changes nothing). Without
-// such a retry the bound is infinity. Bounding these windows keeps the
-// search small when a history has many unknown outcomes.
+// commit (same table, version, file and base) and got it acknowledged, or
+// refused because the version is taken (or, for Iceberg, the base is no
+// longer current), cannot apply after that answer (a late arrival finds
+// the version taken and changes nothing). An unknown Iceberg commit is
+// also bounded by any load that saw its version or a later one (see
+// boundByLoads). Without such an answer the bound is infinity. Bounding
+// these windows keeps the search small when a history has many unknown
+// outcomes.
 func settledBy(ops []Op) []int64 {
 	type commitKey struct {
-		client      int
-		table, file string
-		version     int64
+		client            int
+		table, file, base string
+		version           int64
 	}
 	out := make([]int64, len(ops))
 	pending := map[commitKey][]int{}
@@ -162,7 +200,7 @@ func settledBy(ops []Op) []int64 {
 		if op.Op != OpCommit || op.Final {
 			continue
 		}
-		k := commitKey{op.Client, op.Table, op.FileName, op.Version}
+		k := commitKey{op.Client, op.Table, op.FileName, op.Base, op.Version}
 		if op.Outcome == OutcomeUnknown {
 			pending[k] = append(pending[k], i)
 			continue
@@ -176,5 +214,32 @@ func settledBy(ops []Op) []int64 {
 			delete(pending, k)
 		}
 	}
+	boundByLoads(ops, out)
 	return out
+}
+
+// boundByLoads bounds unknown Iceberg commits by loads: a commit of
+// version v applies only while the table is at version v-1 with its base
+// current, and versions only grow, so once a load has seen version v or a
+// later one the commit has applied before it or never will. After an
+// unknown outcome the Iceberg client loads to find out, so every such
+// commit whose table moved on is bounded.
+func boundByLoads(ops []Op, out []int64) {
+	type seen struct{ version, at int64 }
+	loads := map[string][]seen{}
+	for _, op := range ops {
+		if op.Op == OpLoad && op.Outcome == OutcomeOK && !op.Final {
+			loads[op.Table] = append(loads[op.Table], seen{op.LatestVersion, op.CompleteNs})
+		}
+	}
+	for i, op := range ops {
+		if op.Protocol != ProtocolIceberg || op.Op != OpCommit || op.Outcome != OutcomeUnknown {
+			continue
+		}
+		for _, l := range loads[op.Table] {
+			if l.version >= op.Version && l.at > op.InvokeNs && l.at < out[i] {
+				out[i] = l.at
+			}
+		}
+	}
 }

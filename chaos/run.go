@@ -34,6 +34,15 @@ type Config struct {
 	Compose bool
 	// Faults limits the fault kinds (empty: every kind the cluster allows).
 	Faults []string
+	// Protocol is the commit path the clients write with: "delta" (or
+	// empty) or "iceberg".
+	Protocol string
+}
+
+// runner is one client of the workload.
+type runner interface {
+	run(stop <-chan struct{})
+	tableName() string
 }
 
 // Fault is one injected fault.
@@ -56,11 +65,15 @@ type Summary struct {
 	Seed                   uint64  `json:"seed"`
 	DurationMs             int64   `json:"duration_ms"`
 	Nodes                  int     `json:"nodes"`
+	Protocol               string  `json:"protocol"`
 	FaultKindsNotAvailable string  `json:"fault_kinds_not_available,omitempty"`
 }
 
 // Run starts a cluster, runs the workload under faults, heals, checks.
 func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
+	if cfg.Protocol != "" && cfg.Protocol != "delta" && cfg.Protocol != ProtocolIceberg {
+		return Summary{}, fmt.Errorf("unknown protocol %q (delta or iceberg)", cfg.Protocol)
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
 	}
@@ -73,11 +86,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	defer stop()
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rec := &recorder{start: time.Now()}
-	clients, err := setupClients(cfg, cl.URLs(), rng, rec)
+	clients, final, err := setupClients(cfg, cl.URLs(), rng, rec)
 	if err != nil {
 		return Summary{}, err
 	}
-	fmt.Fprintf(log, "chaos: %d nodes, %d tables x %d clients, %v, seed %d\n", cfg.Nodes, cfg.Tables, cfg.ClientsPerTable, cfg.Duration, cfg.Seed)
+	fmt.Fprintf(log, "chaos: %d nodes, %d %s tables x %d clients, %v, seed %d\n", cfg.Nodes, cfg.Tables, protocolName(cfg.Protocol),
+		cfg.ClientsPerTable, cfg.Duration, cfg.Seed)
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -90,14 +104,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	wg.Wait()
 
 	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
-		FaultKindsNotAvailable: missing}
+		Protocol: protocolName(cfg.Protocol), FaultKindsNotAvailable: missing}
 	healCtx, cancelHeal := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelHeal()
 	if err := cl.WaitReady(healCtx); err != nil {
 		return sum, err
 	}
 	sum.Converged = waitConverged(healCtx, cl)
-	finalLoads(cl.URLs()[0], clients, rec)
+	finalLoads(cl.URLs()[0], clients, final, rec)
 	ops := rec.snapshot()
 	sum.Result = Check(ops, 2*time.Minute)
 	if !sum.Converged {
@@ -142,10 +156,40 @@ func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string,
 	return cl, missing, stop, nil
 }
 
-func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]*client, error) {
-	var clients []*client
+// finalLoader loads a table after healing: base is a node's URL and op
+// the final load to fill in.
+type finalLoader func(base string, op Op) Op
+
+// protocolName is the protocol's name as the summary gives it.
+func protocolName(p string) string {
+	if p == ProtocolDelta {
+		return "delta"
+	}
+	return p
+}
+
+// setupClients creates the tables and their clients, and says how to
+// load a table after healing.
+func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]runner, finalLoader, error) {
+	switch cfg.Protocol {
+	case "", "delta":
+		clients, err := setupDelta(cfg, urls, rng, rec)
+		return clients, deltaFinalLoad, err
+	case ProtocolIceberg:
+		return setupIceberg(cfg, urls, rng, rec)
+	}
+	return nil, nil, fmt.Errorf("unknown protocol %q (delta or iceberg)", cfg.Protocol)
+}
+
+// tableName is a table name unique on a reused cluster.
+func tableName(cfg Config, t int) string {
+	return fmt.Sprintf("chaos_%d_%d_%d", cfg.Seed, time.Now().Unix()%1000000, t)
+}
+
+func setupDelta(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]runner, error) {
+	var clients []runner
 	for t := 0; t < cfg.Tables; t++ {
-		name := fmt.Sprintf("chaos_%d_%d_%d", cfg.Seed, time.Now().Unix()%1000000, t) // unique on a reused cluster
+		name := tableName(cfg, t)
 		uuid, err := createTable(urls[0], name)
 		if err != nil {
 			return nil, err
@@ -156,6 +200,27 @@ func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]*
 		}
 	}
 	return clients, nil
+}
+
+func setupIceberg(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]runner, finalLoader, error) {
+	cat, err := openIceberg(urls[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	var clients []runner
+	for t := 0; t < cfg.Tables; t++ {
+		name := tableName(cfg, t)
+		if err := cat.create(urls[0], name); err != nil {
+			return nil, nil, err
+		}
+		ident := map[string]any{"namespace": []string{icebergNamespace}, "name": name}
+		for k := 0; k < cfg.ClientsPerTable; k++ {
+			clients = append(clients, &icebergClient{id: len(clients), table: name, path: cat.table(name), ident: ident,
+				urls: urls, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rec: rec})
+		}
+	}
+	final := func(base string, op Op) Op { return icebergFinalLoad(base+cat.table(op.Table), op) }
+	return clients, final, nil
 }
 
 // injectFaults runs the fault schedule until the duration ends; every
@@ -224,30 +289,35 @@ func waitConverged(ctx context.Context, cl target) bool {
 
 // finalLoads records, per table, a linearizable load after healing with
 // the tracked commit log.
-func finalLoads(url string, clients []*client, rec *recorder) {
+func finalLoads(url string, clients []runner, load finalLoader, rec *recorder) {
 	seen := map[string]bool{}
 	for _, c := range clients {
-		if seen[c.table] {
+		if seen[c.tableName()] {
 			continue
 		}
-		seen[c.table] = true
-		op := Op{Client: 1000 + len(seen), Table: c.table, Op: OpLoad, Final: true, InvokeNs: rec.now()}
-		status, body, err := call(http.MethodGet, url+deltaBase+"/tables/"+c.table, nil)
+		seen[c.tableName()] = true
+		op := Op{Client: 1000 + len(seen), Table: c.tableName(), Op: OpLoad, Final: true, InvokeNs: rec.now()}
+		op = load(url, op)
 		op.CompleteNs = rec.now()
-		if err != nil || status != http.StatusOK {
-			op.Outcome, op.Status = OutcomeUnknown, status
-			rec.add(op)
-			continue
-		}
-		op.Outcome, op.Status = OutcomeOK, status
-		op.LatestVersion = int64(body["latest-table-version"].(float64))
-		op.Commits = map[int64]string{}
-		for _, cm := range body["commits"].([]any) {
-			m := cm.(map[string]any)
-			op.Commits[int64(m["version"].(float64))] = m["file-name"].(string)
-		}
 		rec.add(op)
 	}
+}
+
+// deltaFinalLoad loads a Delta table with its tracked commits.
+func deltaFinalLoad(url string, op Op) Op {
+	status, body, err := call(http.MethodGet, url+deltaBase+"/tables/"+op.Table, nil)
+	if err != nil || status != http.StatusOK {
+		op.Outcome, op.Status = OutcomeUnknown, status
+		return op
+	}
+	op.Outcome, op.Status = OutcomeOK, status
+	op.LatestVersion = int64(body["latest-table-version"].(float64))
+	op.Commits = map[int64]string{}
+	for _, cm := range body["commits"].([]any) {
+		m := cm.(map[string]any)
+		op.Commits[int64(m["version"].(float64))] = m["file-name"].(string)
+	}
+	return op
 }
 
 // longestGap is the longest time without any acknowledged commit.

@@ -39,6 +39,20 @@ var httpc = &http.Client{Timeout: 5 * time.Second}
 // call sends a JSON request and decodes a JSON answer. err is set for
 // transport failures (the outcome is then unknown).
 func call(method, url string, body any) (int, map[string]any, error) {
+	status, raw, err := send(method, url, body)
+	if status == 0 {
+		return 0, nil, err
+	}
+	var out map[string]any // nil when the body is cut short
+
+	_ = json.Unmarshal(raw, &out)
+	return status, out, nil
+}
+
+// send sends a JSON request and returns the answer's status and body;
+// status is 0 when no answer came, and err is set too when the body was
+// cut short.
+func send(method, url string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -54,9 +68,8 @@ func call(method, url string, body any) (int, map[string]any, error) {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out, nil
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
 }
 
 // createTable stages and creates a managed Delta table; it returns its uuid.
@@ -91,6 +104,8 @@ type client struct {
 }
 
 func (c *client) url() string { return c.urls[c.rng.IntN(len(c.urls))] }
+
+func (c *client) tableName() string { return c.table }
 
 func (c *client) run(stop <-chan struct{}) {
 	for {

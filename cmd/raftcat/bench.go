@@ -31,6 +31,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd they alternate between the systems, so a machine whose speed drifts slows both alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1)")
+	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta, or iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
@@ -44,6 +45,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			"this binary on loopback with the flags scripts/local-cluster.sh uses. Reports commits/s,\n"+
 			"conflicts/s, p50/p90/p99/p99.9 commit latency (load to acknowledged commit, retries\n"+
 			"included) and errors, and writes them to --out as JSON.\n\n"+
+			"With --protocol iceberg the same cluster also runs the Iceberg REST commit path, in rounds\n"+
+			"alternating with the Delta one: each client loads its Iceberg table, then commits an append\n"+
+			"(a new snapshot made the main branch, expiring the loaded snapshot's parent) asserting the\n"+
+			"loaded snapshot with assert-ref-snapshot-id; on 409 it reloads and retries. Both results\n"+
+			"are reported, with Iceberg's throughput and latencies over Delta's.\n\n"+
 			"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 		fs.PrintDefaults()
 	}
@@ -55,6 +61,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *single {
 		cfg.Clients, cfg.Tables = 1, 1
+	}
+	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" {
+		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta or iceberg")
+		return 2
 	}
 	switch *target {
 	case "spread":

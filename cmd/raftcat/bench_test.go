@@ -66,6 +66,43 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchIcebergSmoke runs `raftcat bench --protocol iceberg` for a few
+// seconds: the Iceberg REST and the Delta commit paths of one started
+// cluster, in alternating rounds, must both commit, verify every table
+// afterwards and be compared.
+func TestBenchIcebergSmoke(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--protocol", "iceberg", "--duration", "2s", "--warmup", "1s", "--rounds", "2",
+		"--clients", "4", "--tables", "2", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --protocol iceberg: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	if rep.Protocol != "iceberg" || rep.Iceberg == nil || rep.Iceberg.System != "iceberg" || rep.Etcd != nil {
+		t.Fatalf("report %s", raw)
+	}
+	for _, r := range []*bench.Result{rep.Raftcat, rep.Iceberg} {
+		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 ||
+			r.ClientCommitsMin <= 0 {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if rep.IcebergThroughputRatio <= 0 || rep.IcebergP99Ratio <= 0 || len(rep.IcebergRoundRatios) != 2 {
+		t.Fatalf("ratios %v, %v by round %v", rep.IcebergThroughputRatio, rep.IcebergP99Ratio, rep.IcebergRoundRatios)
+	}
+	if !strings.Contains(string(output), "iceberg/delta: throughput x") {
+		t.Errorf("no comparison printed:\n%s", output)
+	}
+}
+
 // TestBenchToTheLeader runs `raftcat bench --target leader` against three
 // real processes: every request must go to the node that leads, found as a
 // load balancer checking GET /readyz?leader finds it. The URLs list the
