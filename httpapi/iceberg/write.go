@@ -27,16 +27,24 @@ func (*settled) Error() string { return "settled without an entry" }
 // created before proposing.
 const writtenKey = "iceberg.written"
 
+// appliedKey marks, in the request context, a write whose entry applied:
+// its files are then named by the state, whatever becomes of the answer.
+const appliedKey = "iceberg.applied"
+
 // writeRoute is the flow of every write: httpapi.Write with this
 // package's build and render, and the settling of what it wrote: the
 // files of a write that failed are deleted, unless its outcome is
 // unknown (then the answer is CommitStateUnknownException and they stay,
-// since the entry may yet apply).
+// since the entry may yet apply) or the entry applied and only rendering
+// the answer failed (a client gone while its commit was applied).
 func writeRoute[R any](build func(*Server, *httpapi.In[R]) (fsm.Command, error),
 	render func(*Server, echo.Context, fsm.Result) error) func(*Server) echo.HandlerFunc {
 	return func(s *Server) echo.HandlerFunc {
 		inner := httpapi.Write(s.core, func(in *httpapi.In[R]) (fsm.Command, error) { return build(s, in) }, nil,
-			func(c echo.Context, res fsm.Result) error { return render(s, c, res) })
+			func(c echo.Context, res fsm.Result) error {
+				c.Set(appliedKey, true)
+				return render(s, c, res)
+			})
 		return func(c echo.Context) error { return s.settle(c, inner(c)) }
 	}
 }
@@ -53,8 +61,8 @@ func (s *Server) settle(c echo.Context, err error) error {
 		return nil
 	}
 	files, _ := c.Get(writtenKey).([]string)
-	if len(files) == 0 {
-		return err
+	if applied, _ := c.Get(appliedKey).(bool); applied || len(files) == 0 {
+		return err // an applied write's answer failed: its files are in use
 	}
 	if unknownOutcome(err) {
 		return fsm.Errf(fsm.CodeCommitStateUnknown, "The commit's outcome is unknown (%v); reload the table before retrying.", err)

@@ -27,10 +27,13 @@ func TestSettleFailedWrites(t *testing.T) {
 		err      error
 		code     fsm.Code
 		keepFile bool
+		applied  bool
 	}{
-		{fsm.Errf(fsm.CodeRequirementConflict, "lost"), fsm.CodeRequirementConflict, false},
-		{fmt.Errorf("propose: %w", clusterapi.ErrUnknownOutcome), fsm.CodeCommitStateUnknown, true},
-		{context.DeadlineExceeded, fsm.CodeCommitStateUnknown, true},
+		{fsm.Errf(fsm.CodeRequirementConflict, "lost"), fsm.CodeRequirementConflict, false, false},
+		{fmt.Errorf("propose: %w", clusterapi.ErrUnknownOutcome), fsm.CodeCommitStateUnknown, true, false},
+		{context.DeadlineExceeded, fsm.CodeCommitStateUnknown, true, false},
+		// The entry applied; reading the answer's metadata then failed.
+		{fsm.Errf(fsm.CodeInvalid, "answer failed"), fsm.CodeInvalid, true, true},
 	}
 	for i, tc := range cases {
 		loc := fmt.Sprintf("%s/metadata/%05d-x.metadata.json", root, i)
@@ -39,6 +42,9 @@ func TestSettleFailedWrites(t *testing.T) {
 		}
 		c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), httptest.NewRecorder())
 		c.Set(writtenKey, []string{loc})
+		if tc.applied {
+			c.Set(appliedKey, true)
+		}
 		var de *fsm.Error
 		if err := s.settle(c, tc.err); !errors.As(err, &de) || de.Code != tc.code {
 			t.Errorf("%v settled as %v, want code %v", tc.err, err, tc.code)
