@@ -9,14 +9,16 @@ import (
 
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
+	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 	"github.com/raftcat/raftcat/internal/fakecluster"
 	"github.com/raftcat/raftcat/internal/testcluster"
 	"github.com/raftcat/raftcat/storage"
 )
 
-// fuzzServer serves UC REST and the Delta API on the fake data path, with
-// a managed table unity.default.sweep to aim table routes at.
+// fuzzServer serves UC REST, the Delta API and the Iceberg REST catalog on
+// the fake data path, with a managed Delta table unity.default.sweep and an
+// Iceberg table unity.default.isweep to aim table routes at.
 type fuzzServer struct {
 	node *fakecluster.Node
 	h    http.Handler
@@ -29,9 +31,15 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	f.Cleanup(func() { objects.Close() })
 	ucrest.Register(core)
 	deltaapi.Register(core, deltaapi.Config{Objects: objects})
+	iceberg.Register(core, iceberg.Config{Objects: objects})
 	srv := httptest.NewServer(core.Handler())
 	defer srv.Close()
 	testcluster.CreateManaged(f, srv.URL, srv.URL, "unity", "default", "sweep")
+	created := testcluster.Do(f, http.MethodPost, srv.URL+icebergPrefix+"/v1/unity/namespaces/default/tables",
+		strings.Replace(routeCases["POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/tables"].body, "sweep_i", icebergSweep, 1))
+	if created.Status != http.StatusOK {
+		f.Fatalf("create Iceberg table %s: %d %s", icebergSweep, created.Status, created.Text())
+	}
 	return &fuzzServer{node: node, h: core.Handler()}
 }
 
@@ -64,7 +72,11 @@ func fuzzRoutes(f *testing.F, routes ...string) {
 	s := newFuzzServer(f)
 	f.Fuzz(func(t *testing.T, pick uint8, body []byte) {
 		method, path, _ := strings.Cut(routes[int(pick)%len(routes)], " ")
-		s.check(t, method, fill(path, "", ""), body)
+		path = fill(path, "", "")
+		if strings.HasPrefix(path, icebergPrefix) {
+			path = strings.Replace(path, "/tables/sweep", "/tables/"+icebergSweep, 1)
+		}
+		s.check(t, method, path, body)
 	})
 }
 
@@ -85,4 +97,19 @@ func FuzzDeltaUpdate(f *testing.F) {
 	fuzzRoutes(f, "POST "+deltaPrefix+"/catalogs/:catalog/schemas/:schema/tables/:table",
 		"POST "+deltaPrefix+"/catalogs/:catalog/schemas/:schema/tables/:table/rename",
 		"POST "+deltaPrefix+"/catalogs/:catalog/schemas/:schema/tables/:table/metrics")
+}
+
+// icebergSweep is the Iceberg table the fuzzed Iceberg table routes aim at.
+const icebergSweep = "isweep"
+
+func FuzzIcebergCreate(f *testing.F) {
+	fuzzRoutes(f, "POST "+icebergPrefix+"/v1/:prefix/namespaces",
+		"POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/tables",
+		"POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/views")
+}
+
+func FuzzIcebergCommit(f *testing.F) {
+	fuzzRoutes(f, "POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/tables/:table",
+		"POST "+icebergPrefix+"/v1/:prefix/transactions/commit",
+		"POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/properties")
 }
