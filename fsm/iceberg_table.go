@@ -49,19 +49,26 @@ func applyRenameIcebergTable(t *tx, index uint64, c *RenameIcebergTable) Result 
 	if err != nil {
 		return failed(err)
 	}
-	if err := t.renameTarget(c.Namespace, c.NewNamespace, c.NewName); err != nil {
+	return t.moveTable(index, c.Stamp, old, c.Namespace, c.NewNamespace, c.NewName)
+}
+
+// moveTable renames a resolved table or view, found in namespace ns, and
+// may move it to another namespace of the same catalog (RenameIcebergTable,
+// RenameIcebergView). Renaming to its own name is a NoOp.
+func (t *tx) moveTable(index uint64, st Stamp, old *Table, ns, newNs []string, newName string) Result {
+	if err := t.renameTarget(ns, newNs, newName); err != nil {
 		return failed(err)
 	}
-	if slices.Equal(c.NewNamespace, old.NamespacePath()) && c.NewName == old.Name {
+	if slices.Equal(newNs, old.NamespacePath()) && newName == old.Name {
 		return Result{Table: old, NoOp: true}
 	}
-	if err := t.nameFree(c.NewNamespace, c.NewName); err != nil {
+	if err := t.nameFree(newNs, newName); err != nil {
 		return failed(err)
 	}
 	tb := old.clone()
-	t.placeIn(tb, c.NewNamespace)
-	tb.Name = c.NewName
-	tb.UpdatedAt, tb.UpdatedBy, tb.MetaIndex = max(c.Time, old.UpdatedAt), c.Caller, index
+	t.placeIn(tb, newNs)
+	tb.Name = newName
+	tb.UpdatedAt, tb.UpdatedBy, tb.MetaIndex = max(st.Time, old.UpdatedAt), st.Caller, index
 	t.tree(tableTree).Delete(old.key())
 	t.putTable(tb)
 	return Result{Table: tb}

@@ -197,22 +197,7 @@ func applyRenameIcebergView(t *tx, index uint64, c *RenameIcebergView) Result {
 	if err != nil {
 		return failed(err)
 	}
-	if err := t.renameTarget(c.Namespace, c.NewNamespace, c.NewName); err != nil {
-		return failed(err)
-	}
-	if slices.Equal(c.NewNamespace, old.NamespacePath()) && c.NewName == old.Name {
-		return Result{Table: old, NoOp: true}
-	}
-	if err := t.nameFree(c.NewNamespace, c.NewName); err != nil {
-		return failed(err)
-	}
-	v := old.clone()
-	t.placeIn(v, c.NewNamespace)
-	v.Name = c.NewName
-	v.UpdatedAt, v.UpdatedBy, v.MetaIndex = max(c.Time, old.UpdatedAt), c.Caller, index
-	t.tree(tableTree).Delete(old.key())
-	t.putTable(v)
-	return Result{Table: v}
+	return t.moveTable(index, c.Stamp, old, c.Namespace, c.NewNamespace, c.NewName)
 }
 
 // ViewIn returns a view by the path of its namespace and its name; a

@@ -44,20 +44,27 @@ func (s *Server) buildCreateTable(in *httpapi.In[createTableBody]) (fsm.Command,
 	return s.proposeCreate(in, in.Stamp, nt)
 }
 
+// freeRef is where a new table or view goes: the request's namespace and
+// the body's name, which no table or view holds in the state returned.
+func (s *Server) freeRef(c echo.Context, name *string, what string) (ref, *fsm.State, error) {
+	r, err := namespaceRef(c)
+	if err != nil {
+		return ref{}, nil, err
+	}
+	if r.name, err = httpapi.RequiredName(name, what); err != nil {
+		return ref{}, nil, err
+	}
+	st, err := s.core.State(c)
+	if err != nil {
+		return ref{}, nil, err
+	}
+	return r, st, checkNameFree(st, r)
+}
+
 // planCreate checks a create request and builds the table's metadata.
 func (s *Server) planCreate(in *httpapi.In[createTableBody]) (*newTable, error) {
-	r, err := namespaceRef(in)
+	r, st, err := s.freeRef(in, in.Body.Name, "Table name")
 	if err != nil {
-		return nil, err
-	}
-	if r.name, err = httpapi.RequiredName(in.Body.Name, "Table name"); err != nil {
-		return nil, err
-	}
-	st, err := s.core.State(in)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNameFree(st, r); err != nil {
 		return nil, err
 	}
 	nt := &newTable{ref: r}

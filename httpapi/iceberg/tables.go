@@ -77,7 +77,11 @@ type tableList struct {
 	NextPageToken *string      `json:"next-page-token,omitempty"`
 }
 
-func (s *Server) listTables(c echo.Context) error {
+func (s *Server) listTables(c echo.Context) error { return s.listObjects(c, isTable) }
+
+// listObjects lists the tables or views (those keep accepts) of the
+// request's namespace, paged.
+func (s *Server) listObjects(c echo.Context, keep func(*fsm.Table) bool) error {
 	r, err := namespaceRef(c)
 	if err != nil {
 		return err
@@ -93,8 +97,7 @@ func (s *Server) listTables(c echo.Context) error {
 	if _, err := lookupNamespace(st, r); err != nil {
 		return err
 	}
-	tables := st.TablesInWhere(r.path(), p.after, p.limit(), isTable)
-	found, next := cut(p, tables, func(tb *fsm.Table) string { return tb.Name })
+	found, next := cut(p, st.TablesInWhere(r.path(), p.after, p.limit(), keep), func(tb *fsm.Table) string { return tb.Name })
 	out := tableList{Identifiers: []identifier{}, NextPageToken: next}
 	for _, tb := range found {
 		out.Identifiers = append(out.Identifiers, identifier{Namespace: r.levels, Name: tb.Name})
@@ -216,30 +219,38 @@ type renameBody struct {
 }
 
 func (s *Server) buildRename(in *httpapi.In[renameBody]) (fsm.Command, error) {
-	w, err := warehouseParam(in)
+	src, dst, err := s.renameRefs(in, lookupTable)
 	if err != nil {
 		return nil, err
-	}
-	src, err := identRef(w, in.Body.Source, "source")
-	if err != nil {
-		return nil, err
-	}
-	dst, err := identRef(w, in.Body.Destination, "destination")
-	if err != nil {
-		return nil, err
-	}
-	if err := httpapi.CheckName(dst.name); err != nil {
-		return nil, err
-	}
-	st, err := s.core.State(in)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := lookupTable(st, src); err != nil {
-		return nil, asTableMissing(err)
 	}
 	return &fsm.RenameIcebergTable{Stamp: in.Stamp, Namespace: src.path(), Name: src.name,
 		NewNamespace: dst.path(), NewName: dst.name}, nil
+}
+
+// renameRefs checks a rename's source and destination (of tables or of
+// views) and resolves the source with lookup.
+func (s *Server) renameRefs(in *httpapi.In[renameBody], lookup func(*fsm.State, ref) (*fsm.Table, error)) (src, dst ref, err error) {
+	w, err := warehouseParam(in)
+	if err != nil {
+		return ref{}, ref{}, err
+	}
+	if src, err = identRef(w, in.Body.Source, "source"); err != nil {
+		return ref{}, ref{}, err
+	}
+	if dst, err = identRef(w, in.Body.Destination, "destination"); err != nil {
+		return ref{}, ref{}, err
+	}
+	if err := httpapi.CheckName(dst.name); err != nil {
+		return ref{}, ref{}, err
+	}
+	st, err := s.core.State(in)
+	if err != nil {
+		return ref{}, ref{}, err
+	}
+	if _, err := lookup(st, src); err != nil {
+		return ref{}, ref{}, asTableMissing(err)
+	}
+	return src, dst, nil
 }
 
 // identRef checks a table identifier of a request body.

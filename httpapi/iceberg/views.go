@@ -101,29 +101,7 @@ func (s *Server) readView(c echo.Context) (*fsm.Table, error) {
 	return lookupView(st, r)
 }
 
-func (s *Server) listViews(c echo.Context) error {
-	r, err := namespaceRef(c)
-	if err != nil {
-		return err
-	}
-	p, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	st, err := s.core.State(c)
-	if err != nil {
-		return err
-	}
-	if _, err := lookupNamespace(st, r); err != nil {
-		return err
-	}
-	found, next := cut(p, st.ViewsIn(r.path(), p.after, p.limit()), func(v *fsm.Table) string { return v.Name })
-	out := tableList{Identifiers: []identifier{}, NextPageToken: next}
-	for _, v := range found {
-		out.Identifiers = append(out.Identifiers, identifier{Namespace: r.levels, Name: v.Name})
-	}
-	return c.JSON(http.StatusOK, out)
-}
+func (s *Server) listViews(c echo.Context) error { return s.listObjects(c, (*fsm.Table).IsView) }
 
 func (s *Server) viewExists(c echo.Context) error {
 	if _, err := s.readView(c); err != nil {
@@ -203,18 +181,8 @@ type createViewBody struct {
 // buildCreateView checks the request against the state, builds the first
 // metadata and writes it.
 func (s *Server) buildCreateView(in *httpapi.In[createViewBody]) (fsm.Command, error) {
-	r, err := namespaceRef(in)
+	r, st, err := s.freeRef(in, in.Body.Name, "View name")
 	if err != nil {
-		return nil, err
-	}
-	if r.name, err = httpapi.RequiredName(in.Body.Name, "View name"); err != nil {
-		return nil, err
-	}
-	st, err := s.core.State(in)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNameFree(st, r); err != nil {
 		return nil, err
 	}
 	id := uuid.New()
@@ -406,27 +374,9 @@ func (s *Server) buildDropView(in *httpapi.In[httpapi.NoBody]) (fsm.Command, err
 }
 
 func (s *Server) buildRenameView(in *httpapi.In[renameBody]) (fsm.Command, error) {
-	w, err := warehouseParam(in)
+	src, dst, err := s.renameRefs(in, lookupView)
 	if err != nil {
 		return nil, err
-	}
-	src, err := identRef(w, in.Body.Source, "source")
-	if err != nil {
-		return nil, err
-	}
-	dst, err := identRef(w, in.Body.Destination, "destination")
-	if err != nil {
-		return nil, err
-	}
-	if err := httpapi.CheckName(dst.name); err != nil {
-		return nil, err
-	}
-	st, err := s.core.State(in)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := lookupView(st, src); err != nil {
-		return nil, asTableMissing(err)
 	}
 	return &fsm.RenameIcebergView{Stamp: in.Stamp, Namespace: src.path(), Name: src.name,
 		NewNamespace: dst.path(), NewName: dst.name}, nil
