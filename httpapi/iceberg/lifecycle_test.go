@@ -1,8 +1,11 @@
 package iceberg_test
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,27 +61,20 @@ func TestRegisterRenameDrop(t *testing.T) {
 	expectError(t, testcluster.Do(t, http.MethodDelete, base(nodes[1])+"/namespaces/other/tables/r3", nil), 404, "NoSuchTableException")
 }
 
+// filesBelow lists the files below dir (none when dir is gone).
 func filesBelow(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	_ = walk(dir, func(p string) { out = append(out, p) })
-	return out
-}
-
-func walk(dir string, visit func(string)) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		p := dir + "/" + e.Name()
-		if e.IsDir() {
-			_ = walk(p, visit)
-			continue
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
 		}
-		visit(p)
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("list %s: %v", dir, err)
 	}
-	return nil
+	return out
 }
 
 // Credentials are vended for an Iceberg table; metrics are accepted for
