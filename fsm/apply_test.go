@@ -737,7 +737,10 @@ func TestUpdateNonDeltaTable(t *testing.T) {
 
 func TestErrorCodeNames(t *testing.T) {
 	seen := map[string]bool{}
-	for c := fsm.CodeInvalid; c <= fsm.CodeCommitStateUnknown; c++ {
+	if n := len(fsm.Codes()); n != int(fsm.CodeActivationUsed) {
+		t.Fatalf("Codes() lists %d codes, want %d", n, fsm.CodeActivationUsed)
+	}
+	for c := fsm.CodeInvalid; c <= fsm.CodeActivationUsed; c++ {
 		s := c.String()
 		if strings.HasPrefix(s, "code(") || seen[s] {
 			t.Fatalf("code %d has name %q", c, s)

@@ -32,10 +32,19 @@ type logGen struct {
 	lastIceberg *fsm.CommitIcebergTables
 	// lastView is the last view replace emitted, to replay.
 	lastView *fsm.ReplaceIcebergView
+	// activations and bearers are the token hashes emitted, to activate
+	// tokens and to look them up.
+	activations, bearers []string
+	// srng draws the Delta Sharing commands (determinism_sharing_test.go),
+	// so that the other commands come as they did before sharing existed;
+	// sharingEntries counts them.
+	srng           *rand.Rand
+	sharingEntries int
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
-	return &logGen{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), driver: fsm.NewMachine(), clock: baseTime}
+	return &logGen{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), driver: fsm.NewMachine(), clock: baseTime,
+		srng: rand.New(rand.NewPCG(seed^0x5ca1ab1e, seed))}
 }
 
 func (g *logGen) stamp() fsm.Stamp {
@@ -270,6 +279,10 @@ func (g *logGen) metadataCmd(tb *fsm.Table) *fsm.UpdateTable {
 
 // step emits one random command.
 func (g *logGen) step() {
+	if g.srng.IntN(100) < 15 {
+		g.sharingCmd()
+		return
+	}
 	switch r := g.pick(100); {
 	case r < 4:
 		root := ""
@@ -545,7 +558,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 			g.emit(&fsm.CreateSchema{Stamp: g.stamp(), ID: g.id("sch"), CatalogName: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("s%d", j), StorageRoot: root})
 		}
 	}
-	for len(g.log) < 600 {
+	for len(g.log)-g.sharingEntries < 600 {
 		g.step()
 	}
 	var failures, noops, successes int
@@ -569,6 +582,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	if multi == 0 || props == 0 || views < 3 {
 		t.Fatal("the log has no Iceberg multi-table commit, namespace property update or view changes")
 	}
+	checkSharingVariety(t, g)
 	if failures < 50 || noops < 10 || successes < 200 || tables < 5 || commits < 20 || len(codes) < 8 || codes[fsm.CodeResourceExhausted] == 0 {
 		t.Fatalf("log is not varied enough: ok %d, no-op %d, failed %d %v, tables %d, commits %d",
 			successes, noops, failures, codes, tables, commits)
@@ -603,6 +617,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 		t.Fatalf("restored state serialises differently (%d vs %d bytes)", len(rb), len(b1))
 	}
 	sameAnswers(t, m1.State(), restored, g.staging)
+	sameSharingAnswers(t, m1.State(), restored, g)
 
 	// A replica restored from the snapshot continues exactly like the
 	// replicas that applied the whole log.
@@ -622,6 +637,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 		t.Fatal("restored replica diverged after further commands")
 	}
 	sameAnswers(t, m1.State(), m3.State(), g.staging)
+	sameSharingAnswers(t, m1.State(), m3.State(), g)
 }
 
 // Different logs must not serialise to the same bytes (guards against a

@@ -25,6 +25,11 @@ const (
 	CodePermissionDenied                      // 403
 	CodeNotEmpty                              // 400: delete of a non-empty container without force
 	CodeCommitStateUnknown                    // 500: outcome cannot be decided yet; retry
+	CodeShareNotFound                         // 404: no Delta Sharing share of the name
+	CodeShareExists                           // 409 / 400
+	CodeRecipientNotFound                     // 404: no recipient of the name (or activation link)
+	CodeRecipientExists                       // 409 / 400
+	CodeActivationUsed                        // 400: the recipient's profile was already downloaded
 )
 
 var codeNames = map[Code]string{
@@ -37,6 +42,9 @@ var codeNames = map[Code]string{
 	CodeResourceExhausted:     "resource-exhausted", CodeUnsupportedFormat: "unsupported-format",
 	CodePermissionDenied: "permission-denied", CodeNotEmpty: "not-empty",
 	CodeCommitStateUnknown: "commit-state-unknown",
+	CodeShareNotFound:      "share-not-found", CodeShareExists: "share-exists",
+	CodeRecipientNotFound: "recipient-not-found", CodeRecipientExists: "recipient-exists",
+	CodeActivationUsed: "activation-used",
 }
 
 func (c Code) String() string {

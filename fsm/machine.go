@@ -21,6 +21,12 @@ type Result struct {
 	// Properties says what a namespace property update did
 	// (UpdateNamespaceProperties).
 	Properties *PropertyChanges
+	// Share is a Delta Sharing share (share.go).
+	Share *Share
+	// Recipient is a Delta Sharing recipient (recipient.go).
+	Recipient *Recipient
+	// SigningKey is the URL signing key (sharing_key.go).
+	SigningKey *URLSigningKey
 	// NoOp is set when the command was recognised as an already-applied
 	// replay and changed nothing.
 	NoOp bool

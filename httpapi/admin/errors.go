@@ -25,6 +25,11 @@ var statusByCode = map[fsm.Code]int{
 	fsm.CodePermissionDenied:      403,
 	fsm.CodeNotEmpty:              400,
 	fsm.CodeCommitStateUnknown:    500,
+	fsm.CodeShareNotFound:         404,
+	fsm.CodeShareExists:           409,
+	fsm.CodeRecipientNotFound:     404,
+	fsm.CodeRecipientExists:       409,
+	fsm.CodeActivationUsed:        400,
 }
 
 // errorMapping renders {"error": message, "code": status}.

@@ -27,6 +27,11 @@ var byCode = map[fsm.Code]struct {
 	fsm.CodePermissionDenied:      {403, "PermissionDeniedException"},
 	fsm.CodeNotEmpty:              {400, "InvalidParameterValueException"},
 	fsm.CodeCommitStateUnknown:    {500, "CommitStateUnknownException"},
+	fsm.CodeShareNotFound:         {404, "NotFoundException"},
+	fsm.CodeShareExists:           {409, "AlreadyExistsException"},
+	fsm.CodeRecipientNotFound:     {404, "NotFoundException"},
+	fsm.CodeRecipientExists:       {409, "AlreadyExistsException"},
+	fsm.CodeActivationUsed:        {400, "InvalidParameterValueException"},
 }
 
 // typeByStatus is the error type of problems that are not domain errors.

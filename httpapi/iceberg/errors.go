@@ -32,6 +32,11 @@ var byCode = map[fsm.Code]statusType{
 	fsm.CodePermissionDenied:      {403, "ForbiddenException"},
 	fsm.CodeNotEmpty:              {409, "NamespaceNotEmptyException"},
 	fsm.CodeCommitStateUnknown:    {500, "CommitStateUnknownException"},
+	fsm.CodeShareNotFound:         {404, "NotFoundException"},
+	fsm.CodeShareExists:           {409, "AlreadyExistsException"},
+	fsm.CodeRecipientNotFound:     {404, "NotFoundException"},
+	fsm.CodeRecipientExists:       {409, "AlreadyExistsException"},
+	fsm.CodeActivationUsed:        {400, "BadRequestException"},
 }
 
 // typeByStatus is the error type of problems that are not domain errors.

@@ -27,6 +27,11 @@ var byCode = map[fsm.Code]struct {
 	fsm.CodePermissionDenied:      {403, "PERMISSION_DENIED"},
 	fsm.CodeNotEmpty:              {400, "FAILED_PRECONDITION"},
 	fsm.CodeCommitStateUnknown:    {500, "INTERNAL"},
+	fsm.CodeShareNotFound:         {404, "NOT_FOUND"},
+	fsm.CodeShareExists:           {400, "SHARE_ALREADY_EXISTS"},
+	fsm.CodeRecipientNotFound:     {404, "NOT_FOUND"},
+	fsm.CodeRecipientExists:       {400, "RECIPIENT_ALREADY_EXISTS"},
+	fsm.CodeActivationUsed:        {400, "FAILED_PRECONDITION"},
 }
 
 // codeByStatus is the error_code of problems that are not domain errors.
@@ -55,3 +60,7 @@ func (errorMapping) Render(p httpapi.Problem) (int, any) {
 	return status, map[string]any{"error_code": code, "message": p.Message,
 		"details": []map[string]string{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": code}}}
 }
+
+// Errors is UC REST's error envelope, for protocols that serve routes of
+// their own below Prefix (Delta Sharing's shares and recipients).
+func Errors() httpapi.ErrorMapping { return errorMapping{} }
