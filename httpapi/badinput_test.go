@@ -60,9 +60,16 @@ var routeCases = map[string]routeCase{
 		`"updates":[{"action":"set-properties","updates":{"k":"v"}}]}`, "", false},
 	"POST " + icebergPrefix + "/v1/:prefix/views/rename": {`{"source":{"namespace":["default"],"name":"sweep"},` +
 		`"destination":{"namespace":["default"],"name":"sweep_v2"}}`, "", false},
-	"POST /v1/cluster/transfer-leadership": {`{"id":"node-x"}`, "id", false},
-	"POST /v1/cluster/remove-node":         {`{"id":"node-x"}`, "id", true},
-	"POST /v1/cluster/restore":             {`{"not":"a snapshot"}`, "", false},
+	"POST " + apiPrefix + "/shares":                                                {`{"name":"sweep_sh","comment":"c"}`, "name", true},
+	"PATCH " + apiPrefix + "/shares/:name":                                         {`{"comment":"c","updates":[{"action":"ADD","data_object":{"name":"unity.default.sweep"}}]}`, "comment", false},
+	"PATCH " + apiPrefix + "/shares/:name/permissions":                             {`{"changes":[{"principal":"sweep_r","add":["SELECT"],"remove":[]}]}`, "", false},
+	"POST " + apiPrefix + "/recipients":                                            {`{"name":"sweep_r","authentication_type":"TOKEN","comment":"c"}`, "name", true},
+	"POST " + apiPrefix + "/recipients/:name/rotate-token":                         {`{"existing_token_expire_in_seconds":0}`, "", false},
+	"POST " + apiPrefix + "/delta-sharing/url-signing-key/rotate":                  {`{}`, "", false},
+	"POST " + sharingPrefix + "/shares/:share/schemas/:schema/tables/:table/query": {`{"version":1,"limitHint":2}`, "", false},
+	"POST /v1/cluster/transfer-leadership":                                         {`{"id":"node-x"}`, "id", false},
+	"POST /v1/cluster/remove-node":                                                 {`{"id":"node-x"}`, "id", true},
+	"POST /v1/cluster/restore":                                                     {`{"not":"a snapshot"}`, "", false},
 }
 
 // Routes the sweep leaves alone: leave stops the node it is sent to, the
@@ -176,6 +183,8 @@ func expect4xx(t *testing.T, method, path string, r reply) {
 	switch {
 	case strings.HasPrefix(path, deltaPrefix), strings.HasPrefix(path, icebergPrefix):
 		want = []string{"error"}
+	case strings.HasPrefix(path, sharingPrefix):
+		want = []string{"errorCode", "message"}
 	case strings.HasPrefix(path, apiPrefix):
 		want = []string{"details", "error_code", "message"}
 	}

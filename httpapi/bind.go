@@ -138,9 +138,23 @@ func stamp(c echo.Context) fsm.Stamp {
 }
 
 // caller is the authenticated principal, the one place a request's caller
-// is known; authentication is not enabled yet, so every request is
-// anonymous.
-func caller(echo.Context) string { return "" }
+// is known. Catalog users are not authenticated yet, so their requests
+// are anonymous; a protocol that authenticates its own callers (Delta
+// Sharing's recipients) names them with SetCaller.
+func caller(c echo.Context) string {
+	p, _ := c.Get(callerKey).(string)
+	return p
+}
+
+const callerKey = "raftcat.caller"
+
+// SetCaller records the principal a protocol authenticated the request
+// as; Caller and every command's stamp then name it.
+func SetCaller(c echo.Context, principal string) { c.Set(callerKey, principal) }
+
+// Caller is the principal the request was authenticated as ("" when
+// anonymous).
+func Caller(c echo.Context) string { return caller(c) }
 
 // BoolParam reads a boolean query parameter: false when absent, bare when
 // given without a value (?name), else true or false as written.

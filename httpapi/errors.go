@@ -21,7 +21,20 @@ type Problem struct {
 	Status     int
 	Message    string
 	RetryAfter bool
+	// Kind is the protocol's own error type for a problem the protocol
+	// raised itself (KindError); empty otherwise.
+	Kind string
 }
+
+// KindError is an error a protocol raises with an error type of its own
+// (Delta Sharing's MALFORMED_REQUEST, say), rendered with Status by the
+// protocol's mapping, which sees the type as Problem.Kind.
+type KindError struct {
+	Status        int
+	Kind, Message string
+}
+
+func (e *KindError) Error() string { return e.Message }
 
 // ErrorMapping renders problems in one protocol's error envelope.
 type ErrorMapping interface {
@@ -58,9 +71,12 @@ func classify(err error) Problem {
 	var de *fsm.Error
 	var he *echo.HTTPError
 	var mbe *http.MaxBytesError
+	var ke *KindError
 	switch {
 	case errors.As(err, &de):
 		return Problem{Code: de.Code, Message: de.Message}
+	case errors.As(err, &ke):
+		return Problem{Status: ke.Status, Kind: ke.Kind, Message: ke.Message}
 	case errors.As(err, &mbe):
 		return Problem{Status: http.StatusRequestEntityTooLarge, Message: "request body too large"}
 	case errors.As(err, &he):

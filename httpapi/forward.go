@@ -152,6 +152,7 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 		out.Header[k] = vs
 	}
 	out.Header.Set(HeaderForwarded, p.s.cluster.ID())
+	out.Host = in.Host // the leader answers as the node the client reached (URLs it builds)
 	resp, err := p.client.Do(out)
 	if err != nil {
 		var op *net.OpError

@@ -21,6 +21,7 @@ const (
 	deltaPrefix = apiPrefix + "/delta/v1"
 	// icebergPrefix is the Iceberg REST catalog prefix.
 	icebergPrefix = apiPrefix + "/iceberg"
+	sharingPrefix = "/delta-sharing"
 
 	headerIndex       = "X-Raftcat-Index"
 	headerConsistency = "X-Raftcat-Consistency"

@@ -53,6 +53,11 @@ type Config struct {
 
 	Credentials storage.StaticCredentials
 	Objects     storage.BlobOptions
+
+	SharingEndpoint      string
+	SharingURLTTL        time.Duration
+	SharingTokenLifetime time.Duration
+	SharingCacheMiB      int64
 }
 
 // bindFlags registers every serve flag; each can also be set through the
@@ -96,6 +101,10 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", httpapi.DefaultReadTimeout, "longest time to read one request, headers and body; a client that sends less than it announced is cut off then (backup uploads are exempt)")
 	fs.DurationVar(&c.HTTPIdleTimeout, "http-idle-timeout", httpapi.DefaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&c.RelayFrameTimeout, "relay-frame-timeout", relay.DefaultFrameTimeout, "longest time one request relayed from a follower may take to arrive once it started; a peer that stalls mid-request loses the relay connection")
+	fs.StringVar(&c.SharingEndpoint, "sharing-endpoint", "", "public URL of the Delta Sharing endpoint that recipients' profiles name and self-served file URLs start with, e.g. https://catalog.example.com/delta-sharing (default: the scheme and host each request arrived with, plus /delta-sharing)")
+	fs.DurationVar(&c.SharingURLTTL, "sharing-url-ttl", time.Hour, "how long the file URLs a Delta Sharing query hands out stay valid")
+	fs.DurationVar(&c.SharingTokenLifetime, "sharing-token-lifetime", 0, "default lifetime of a recipient's bearer token when the request sets no expiration_time (0: tokens do not expire)")
+	fs.Int64Var(&c.SharingCacheMiB, "sharing-cache-mib", 256, "memory bound of the Delta Sharing snapshot cache, in MiB")
 	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/protocols"
+	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -173,7 +174,9 @@ func runNode(cfg Config, log *slog.Logger) error {
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
 		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},
-		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials}})
+		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials},
+		Sharing: sharing.Config{Objects: objects, Endpoint: cfg.SharingEndpoint, URLTTL: cfg.SharingURLTTL,
+			TokenLifetime: cfg.SharingTokenLifetime, CacheBytes: cfg.SharingCacheMiB << 20}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()

@@ -8,6 +8,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
+	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 )
 
@@ -16,6 +17,7 @@ type Config struct {
 	Admin   admin.Config
 	Delta   deltaapi.Config
 	Iceberg iceberg.Config
+	Sharing sharing.Config
 }
 
 // Mount registers every protocol on core and returns the admin endpoints
@@ -26,5 +28,6 @@ func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server
 	ucrest.Register(core)
 	deltaapi.Register(core, cfg.Delta)
 	iceberg.Register(core, cfg.Iceberg)
+	sharing.Register(core, cfg.Sharing)
 	return adm
 }

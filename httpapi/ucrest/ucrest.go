@@ -452,3 +452,14 @@ func buildDeleteTable(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteTable, error) 
 	}
 	return &fsm.DeleteTable{Stamp: in.Stamp, CatalogName: parts[0], SchemaName: parts[1], Name: parts[2]}, nil
 }
+
+// Page reads a UC REST listing's max_results and page_token, for
+// protocols that serve listings of their own below Prefix.
+func Page(c echo.Context, maxAllowed int) (after string, limit int, err error) {
+	return page(c, maxAllowed)
+}
+
+// Listing renders one page of a UC REST listing under key.
+func Listing[T, O any](key string, items []T, limit int, name func(T) string, conv func(T) O) map[string]any {
+	return listing(key, items, limit, name, conv)
+}

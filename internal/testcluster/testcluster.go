@@ -21,6 +21,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/protocols"
+	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -40,6 +41,8 @@ type Node struct {
 	objects    *storage.Blobs
 
 	icebergObjects func(storage.ObjectStore) iceberg.ObjectStore
+	sharingURLTTL  time.Duration
+	blobOptions    storage.BlobOptions
 }
 
 // Options tune a test cluster.
@@ -62,6 +65,11 @@ type Options struct {
 	// IcebergObjects wraps the object store the Iceberg catalog writes its
 	// metadata files through (nil: the node's own).
 	IcebergObjects func(storage.ObjectStore) iceberg.ObjectStore
+	// SharingURLTTL is how long Delta Sharing file URLs live (0: an hour).
+	SharingURLTTL time.Duration
+	// Objects configures the nodes' own access to table storage (an S3
+	// endpoint, say).
+	Objects storage.BlobOptions
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -109,7 +117,7 @@ func Add(t testing.TB, nodes []*Node, id string, bootstrapExpect int, opts Optio
 func newNode(t testing.TB, id string, expect int, join []string, opts Options) *Node {
 	t.Helper()
 	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials,
-		icebergObjects: opts.IcebergObjects}
+		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects}
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
@@ -146,10 +154,11 @@ func (nd *Node) start() error {
 	// Restarts must come back on the same addresses: raft's configuration
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
-	nd.objects = storage.NewBlobs(storage.BlobOptions{})
+	nd.objects = storage.NewBlobs(nd.blobOptions)
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
 	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects},
-		Iceberg: iceberg.Config{Objects: nd.icebergStore(), Credentials: nd.creds}})
+		Iceberg: iceberg.Config{Objects: nd.icebergStore(), Credentials: nd.creds},
+		Sharing: sharing.Config{Objects: nd.objects, URLTTL: nd.sharingURLTTL}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true

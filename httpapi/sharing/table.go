@@ -1,0 +1,169 @@
+package sharing
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/deltalog"
+	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/storage"
+)
+
+// tableRequest is a request on one shared table: the table, its log as
+// listed now, the signing key and what the client announced.
+type tableRequest struct {
+	sharedTable
+	log  *deltalog.Log
+	key  *fsm.URLSigningKey
+	caps capabilities
+}
+
+// openTable resolves the request's shared table (404 unless the caller
+// holds a grant on its share) and opens its Delta log.
+func (s *Server) openTable(c echo.Context) (*tableRequest, error) {
+	if s.cfg.Objects == nil {
+		return nil, &httpapi.KindError{Status: http.StatusServiceUnavailable, Kind: "TEMPORARILY_UNAVAILABLE",
+			Message: "This node has no table storage configured."}
+	}
+	t, err := findTable(c)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.Request().Context()
+	key, err := s.signingKey(ctx, principalOf(c).state)
+	if err != nil {
+		return nil, err
+	}
+	lg, err := deltalog.Open(ctx, s.cfg.Objects, s.cache, deltalog.Source{Location: t.table.Location, Ratified: ratified(t.table)})
+	if err != nil {
+		return nil, s.logError(c, err)
+	}
+	return &tableRequest{sharedTable: t, log: lg, key: key, caps: parseCapabilities(c.Request().Header.Get(capabilitiesHeader))}, nil
+}
+
+func findTable(c echo.Context) (sharedTable, error) {
+	shareName, schema, table := c.Param("share"), c.Param("schema"), c.Param("table")
+	sh, err := granted(c, shareName)
+	if err != nil {
+		return sharedTable{}, err
+	}
+	for _, t := range liveObjects(principalOf(c).state, sh) {
+		if strings.EqualFold(t.obj.Schema(), schema) && strings.EqualFold(t.obj.Table(), table) {
+			return t, nil
+		}
+	}
+	return sharedTable{}, notFound("[Share/Schema/Table] '%s/%s/%s' does not exist, please contact your share provider for further information.", shareName, schema, table)
+}
+
+// ratified lists a catalog-managed table's ratified commits, whose files
+// may not be published in _delta_log/ yet.
+func ratified(tb *fsm.Table) []deltalog.Ratified {
+	if tb.Type != fsm.TableManaged {
+		return nil
+	}
+	out := make([]deltalog.Ratified, 0, len(tb.Commits))
+	for _, cm := range tb.Commits {
+		out = append(out, deltalog.Ratified{Version: cm.Version, Timestamp: cm.Timestamp,
+			Location: storage.Join(tb.Location, "_delta_log/_staged_commits/"+cm.FileName)})
+	}
+	return out
+}
+
+// dotted is the table's name as recipients see it: share.schema.table.
+func (t sharedTable) dotted() string { return t.share.Name + "." + t.obj.SharedAs }
+
+func (t sharedTable) history() bool { return t.obj.HistoryDataSharingStatus == "ENABLED" }
+
+// needHistory refuses time travel and change feeds on a table shared
+// without its history.
+func (t sharedTable) needHistory() error {
+	if !t.history() {
+		return invalid("Reading table by version or timestamp is not supported because history sharing is not enabled on table: %s", t.dotted())
+	}
+	return nil
+}
+
+// checkStart refuses versions below the share's start version.
+func (t sharedTable) checkStart(v int64) error {
+	if v < t.obj.StartVersion {
+		return invalid("You can only query table data since version %d.", t.obj.StartVersion)
+	}
+	return nil
+}
+
+// logError answers a failure to read the table's log.
+func (s *Server) logError(c echo.Context, err error) error {
+	switch {
+	case errors.Is(err, deltalog.ErrVersionUnavailable), errors.Is(err, deltalog.ErrTimestampOutOfRange):
+		return invalid("%s", err.Error())
+	case errors.Is(err, deltalog.ErrNotDeltaTable):
+		return notFound("The shared table has no Delta log at its location; please contact your share provider.")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	s.log.Error("reading a shared table's Delta log failed", "path", c.Request().URL.Path, "err", err)
+	return &httpapi.KindError{Status: http.StatusInternalServerError, Kind: codeInternal, Message: "The shared table could not be read."}
+}
+
+// signer returns the URL signer of one answer: every URL it hands out
+// expires together, URLTTL from now.
+func (s *Server) signer(c echo.Context, tr *tableRequest) *urlSigner {
+	return &urlSigner{s: s, ctx: c.Request().Context(), key: tr.key, root: tr.table.Location,
+		base: s.endpoint(c), expires: time.Now().Add(s.cfg.URLTTL)}
+}
+
+// endpoint is the protocol's public URL.
+func (s *Server) endpoint(c echo.Context) string {
+	if s.cfg.Endpoint != "" {
+		return strings.TrimRight(s.cfg.Endpoint, "/")
+	}
+	return c.Scheme() + "://" + c.Request().Host + Prefix
+}
+
+// tableVersion answers GET .../version and HEAD .../{table}: the latest
+// version, or with startingTimestamp the earliest version committed at
+// or after it, in the Delta-Table-Version header.
+func (s *Server) tableVersion(c echo.Context) error {
+	tr, err := s.openTable(c)
+	if err != nil {
+		return err
+	}
+	v := tr.log.Latest()
+	if ts := c.QueryParam("startingTimestamp"); ts != "" {
+		if v, err = tr.versionAtOrAfter(c, ts, "startingTimestamp"); err != nil {
+			return err
+		}
+	}
+	c.Response().Header().Set("Delta-Table-Version", itoa(v))
+	return c.NoContent(http.StatusOK)
+}
+
+// versionAtOrAfter resolves a starting timestamp (history required).
+func (tr *tableRequest) versionAtOrAfter(c echo.Context, ts, field string) (int64, error) {
+	if err := tr.needHistory(); err != nil {
+		return 0, err
+	}
+	ms, err := parseTimestamp(field, ts)
+	if err != nil {
+		return 0, err
+	}
+	v, err := tr.log.VersionAtOrAfter(c.Request().Context(), ms)
+	if err != nil {
+		return 0, invalid("The provided timestamp (%s) is after the latest commit of the table.", ts)
+	}
+	return v, tr.checkStart(v)
+}
+
+func parseTimestamp(field, s string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, invalid("Invalid %s: '%s'; use an ISO-8601 timestamp with an offset, such as 2024-01-01T00:00:00Z.", field, s)
+	}
+	return t.UnixMilli(), nil
+}
