@@ -14,8 +14,9 @@ import (
 	"github.com/raftcat/raftcat/bench"
 )
 
-// benchCmd measures the commit path: `raftcat bench [flags]`, or
-// `raftcat bench scale [flags]` for the many-tables measurements.
+// benchCmd measures the commit path: `raftcat bench [flags]`, Delta
+// Sharing queries with `--protocol sharing`, or `raftcat bench scale
+// [flags]` for the many-tables measurements.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "scale" {
 		return runBenchScale(args[1:])
@@ -25,13 +26,20 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	var cfg bench.Config
 	urls := fs.String("urls", "", "comma-separated HTTP URLs of an existing cluster (default: start three local nodes)")
 	fs.IntVar(&cfg.Tables, "tables", 16, "tables the clients commit to (client i writes table i mod tables)")
-	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially")
-	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time")
+	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially (with --protocol sharing: querying; 8 unless given)")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time (with --protocol sharing: of each cached query kind)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd they alternate between the systems, so a machine whose speed drifts slows both alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1)")
-	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta, or iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios")
+	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios; sharing: measure Delta Sharing query latency on a generated table instead of commits")
+	var sh bench.SharingConfig
+	fs.IntVar(&sh.Tables, "sharing-tables", 8, "with --protocol sharing: identical copies of the table shared, each queried once cold")
+	fs.IntVar(&sh.Commits, "sharing-commits", 100, "with --protocol sharing: commits after version 0 in the generated table")
+	fs.IntVar(&sh.FilesPerCommit, "sharing-files-per-commit", 100, "with --protocol sharing: files each commit adds")
+	fs.IntVar(&sh.Partitions, "sharing-partitions", 100, "with --protocol sharing: values of the partition column part (file i has part i mod this)")
+	fs.IntVar(&sh.MaxFiles, "sharing-max-files", 1000, "with --protocol sharing: page size (maxFiles) of the paged query kind (0: not measured)")
+	fs.IntVar(&sh.Iterations, "iterations", 0, "with --protocol sharing: measure this many queries of each cached kind instead of --duration")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
@@ -50,6 +58,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			"(a new snapshot made the main branch, expiring the loaded snapshot's parent) asserting the\n"+
 			"loaded snapshot with assert-ref-snapshot-id; on 409 it reloads and retries. Both results\n"+
 			"are reported, with Iceberg's throughput and latencies over Delta's.\n\n"+
+			"With --protocol sharing it measures Delta Sharing queries instead: it writes a Delta log of\n"+
+			"--sharing-commits commits of --sharing-files-per-commit files (10,000 by default; no data\n"+
+			"files) under --dir, registers --sharing-tables identical copies as external tables, shares\n"+
+			"them with a recipient through UC REST and queries them as the Python client does (POST\n"+
+			".../query, responseformat=parquet), spread over the nodes. It reports the latency of the\n"+
+			"first query of each copy (cold), of repeated queries of one copy (cached: one client, then\n"+
+			"--clients concurrent ones, with queries/s), of a jsonPredicateHints query on one partition\n"+
+			"and of a read in pages of --sharing-max-files, checking every answer's file count.\n\n"+
 			"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 		fs.PrintDefaults()
 	}
@@ -59,11 +75,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *single {
 		cfg.Clients, cfg.Tables = 1, 1
 	}
-	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" {
-		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta or iceberg")
+	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" && cfg.Protocol != "sharing" {
+		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta, iceberg or sharing")
+		return 2
+	}
+	if cfg.Protocol == "sharing" && cfg.AgainstEtcd {
+		fmt.Fprintln(stderr, "raftcat bench: --against-etcd compares commits; it does not go with --protocol sharing")
 		return 2
 	}
 	switch *target {
@@ -90,17 +112,35 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	cfg.Bin = bin
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if cfg.Protocol == "sharing" {
+		sh.URLs, sh.Bin, sh.Dir, sh.ServeFlags, sh.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader
+		sh.Clients, sh.Duration, sh.Warmup = cfg.Clients, cfg.Duration, cfg.Warmup
+		if !set["clients"] && !*single {
+			sh.Clients = 8
+		}
+		rep, err := bench.RunSharing(ctx, sh, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "raftcat bench:", err)
+			return 1
+		}
+		return writeBenchResult(rep, rep.Text(), *out, stdout, stderr)
+	}
 	rep, err := bench.Run(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftcat bench:", err)
 		return 1
 	}
+	return writeBenchResult(rep, rep.Text(), *out, stdout, stderr)
+}
+
+// writeBenchResult writes a report as JSON to out and prints its text.
+func writeBenchResult(rep any, text, out string, stdout, stderr io.Writer) int {
 	b, _ := json.MarshalIndent(rep, "", "  ")
-	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 		fmt.Fprintln(stderr, "raftcat bench:", err)
 		return 1
 	}
-	fmt.Fprint(stdout, rep.Text())
-	fmt.Fprintf(stdout, "result written to %s\n", *out)
+	fmt.Fprint(stdout, text)
+	fmt.Fprintf(stdout, "result written to %s\n", out)
 	return 0
 }
