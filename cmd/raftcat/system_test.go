@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -13,24 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcat/raftcat/internal/localcluster"
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
-// freePorts reserves n loopback ports by binding and releasing them.
+// freePorts reserves n loopback ports for nodes run as processes (see
+// localcluster.FreePorts: they never collide with ports the kernel picks
+// for the in-process clusters of other tests).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var lns []net.Listener
-	var ports []int
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+	ports, err := localcluster.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

@@ -6,7 +6,6 @@ package localcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -112,26 +111,6 @@ func addresses(o Options) (httpA, raftA, gossipA []string, err error) {
 		gossipA = append(gossipA, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
 	}
 	return httpA, raftA, gossipA, nil
-}
-
-// FreePorts returns n loopback ports that were free a moment ago.
-func FreePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func (nd *node) start() error {
