@@ -25,7 +25,9 @@ const (
 // is served by the node it reaches.
 func (s *Server) mountProtocol() {
 	g := s.core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, Relay: true})
-	api := func(method, path string, h echo.HandlerFunc) { g.Add(method, path, h, s.core.ToLeader, s.authenticate) }
+	api := func(method, path string, h echo.HandlerFunc) {
+		g.Add(method, path, h, linearizable, s.core.ToLeader, s.authenticate)
+	}
 	api(http.MethodGet, "/shares", s.listShares)
 	api(http.MethodGet, sharePath, s.getShare)
 	api(http.MethodGet, sharePath+"/schemas", s.listSchemas)
@@ -38,6 +40,16 @@ func (s *Server) mountProtocol() {
 	api(http.MethodGet, tablePath+"/changes", s.changes)
 	g.GET(FilesPath+"/:token", s.serveFile)
 	g.HEAD(FilesPath+"/:token", s.serveFile)
+}
+
+// linearizable drops a request for a stale read: recipients are always
+// answered from linearizable state, so that a revoked grant or token is
+// refused at once, whatever node is asked and however.
+func linearizable(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Request().Header.Del(httpapi.HeaderConsistency)
+		return next(c)
+	}
 }
 
 // principal is an authenticated recipient and the state its request is

@@ -54,6 +54,11 @@ func TestTokensGrantsAndRotation(t *testing.T) {
 		p.Endpoint = strings.Replace(p.Endpoint, l.nodes[0].URL, l.nodes[i].URL, 1)
 		a := p.client(t).query(tablePath("lake", "golden", "simple_table"), map[string]any{})
 		expectError(t, 404, "RESOURCE_DOES_NOT_EXIST", a.status, a.raw)
+		stale := p.client(t) // asking for a stale read does not get around it
+		stale.headers = []string{"X-Raftcat-Consistency", "stale"}
+		if r := stale.get("/shares/lake"); r.Status != 404 {
+			t.Fatalf("node %d: a stale read after the revoke: %d %s", i, r.Status, r.Raw)
+		}
 	}
 	// Rotation: the old token expires at the deadline asked for.
 	l.prov.grant("lake", "bob")
