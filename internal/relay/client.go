@@ -99,18 +99,24 @@ func (c *Client) Do(ctx context.Context, addr string, r *http.Request, body []by
 	if cl.err != nil {
 		return nil, cl.sent, cl.err
 	}
-	return decodeAnswer(cl.answer)
+	return decodeAnswer(cl.answer, r.Method)
 }
 
-// decodeAnswer parses a framed HTTP answer; its body stays in the frame.
-func decodeAnswer(answer []byte) (*http.Response, bool, error) {
+// decodeAnswer parses a framed HTTP answer to a request of the given
+// method; its body stays in the frame. The answer to a HEAD request has
+// none, whatever Content-Length it declares.
+func decodeAnswer(answer []byte, method string) (*http.Response, bool, error) {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(bytes.NewReader(answer))
-	resp, err := http.ReadResponse(br, nil)
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
 	br.Reset(nil)
 	readers.Put(br)
 	if err != nil {
 		return nil, true, fmt.Errorf("relay: malformed answer: %w", err)
+	}
+	if method == http.MethodHead {
+		resp.Body = nopCloser{bytes.NewReader(nil)}
+		return resp, true, nil
 	}
 	if resp.ContentLength < 0 || resp.ContentLength > int64(len(answer)) {
 		return nil, true, fmt.Errorf("relay: malformed answer: content length %d in a %d byte frame", resp.ContentLength, len(answer))

@@ -511,3 +511,30 @@ func TestIdleConnectionOutlivesTheFrameTimeout(t *testing.T) {
 		t.Fatalf("connections = %d, want the one connection kept", rs.Stats().Connections)
 	}
 }
+
+// The answer to a relayed HEAD request keeps the Content-Length its
+// handler declared (the size a GET would send), with no body, and the
+// same connection then serves a GET.
+func TestHeadKeepsItsDeclaredLength(t *testing.T) {
+	file := strings.Repeat("x", 262)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "", time.Unix(1700000000, 0), strings.NewReader(file))
+	})
+	addr, _ := server(t, &Server{Handler: h}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	for _, method := range []string{http.MethodHead, http.MethodGet, http.MethodHead} {
+		resp, _, err := c.Do(context.Background(), addr, request(t, method, "/f", nil), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		want := file
+		if method == http.MethodHead {
+			want = ""
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Length") != "262" || string(body) != want {
+			t.Fatalf("%s: %d, Content-Length %q, %d bytes of body", method, resp.StatusCode, resp.Header.Get("Content-Length"), len(body))
+		}
+	}
+}

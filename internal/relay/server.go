@@ -272,6 +272,7 @@ func serveFrame(ctx context.Context, h http.Handler, remote string, id uint64, p
 		return rec.frame(id)
 	}
 	req.RemoteAddr = remote
+	rec.head = req.Method == http.MethodHead
 	h.ServeHTTP(rec, req.WithContext(ctx))
 	return rec.frame(id)
 }
@@ -281,6 +282,7 @@ type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	head   bool // answers a HEAD request: no body, the Content-Length declared
 }
 
 func (r *recorder) Header() http.Header { return r.header }
@@ -318,9 +320,14 @@ func (r *recorder) frame(id uint64) []byte {
 	fmt.Fprintf(&b, "HTTP/1.1 %03d %s\r\n", r.status, http.StatusText(r.status))
 	_ = r.header.WriteSubset(&b, hopByHop)
 	b.WriteString("Content-Length: ")
-	b.WriteString(strconv.Itoa(r.body.Len()))
-	b.WriteString("\r\n\r\n")
-	b.Write(r.body.Bytes())
+	if declared := r.header.Get("Content-Length"); r.head && declared != "" {
+		b.WriteString(declared) // what the GET would carry; the client reads no body
+		b.WriteString("\r\n\r\n")
+	} else {
+		b.WriteString(strconv.Itoa(r.body.Len()))
+		b.WriteString("\r\n\r\n")
+		b.Write(r.body.Bytes())
+	}
 	out := b.Bytes()
 	appendFrame(out[:0], id, len(out)-headerLen)
 	return out
