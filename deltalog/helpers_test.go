@@ -3,7 +3,6 @@ package deltalog_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,22 +10,13 @@ import (
 	"testing"
 
 	"github.com/raftcat/raftcat/deltalog"
+	"github.com/raftcat/raftcat/internal/goldentables"
 	"github.com/raftcat/raftcat/internal/parquettest"
 	"github.com/raftcat/raftcat/storage"
 )
 
 // testdataDir holds the twelve third-party Delta tables (see its README).
-func testdataDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs("../testdata/delta") // the repository's testdata/delta
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "simple_table", "_delta_log")); err != nil {
-		t.Fatalf("Delta test tables not found : %v", err)
-	}
-	return dir
-}
+func testdataDir(t testing.TB) string { return goldentables.Dir(t) }
 
 func fileURL(dir string) string { return "file://" + filepath.ToSlash(dir) }
 
@@ -42,29 +32,7 @@ func newStore(t testing.TB) *storage.Blobs {
 }
 
 // copyTable copies a shared test table into a writable temp dir.
-func copyTable(t testing.TB, name string) string {
-	t.Helper()
-	src := filepath.Join(testdataDir(t), name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
+func copyTable(t testing.TB, name string) string { return goldentables.Copy(t, name) }
 
 func open(t testing.TB, st deltalog.Store, cache *deltalog.Cache, src deltalog.Source) *deltalog.Log {
 	t.Helper()

@@ -10,24 +10,12 @@ import (
 	"testing"
 
 	"github.com/raftcat/raftcat/deltalog"
+	"github.com/raftcat/raftcat/internal/goldentables"
 	"github.com/raftcat/raftcat/internal/parquettest"
 )
 
 // expectedRows is the README's row count at every version, by table.
-var expectedRows = map[string][]int64{
-	"simple_table":                             {5, 20, 5, 5, 3},
-	"delta-0.8.0-partitioned":                  {7},
-	"basic-with-inserts-deletes-checkpoint":    {10, 20, 30, 40, 50, 45, 40, 35, 30, 25, 35, 45, 55, 41},
-	"checkpoint-v2-table":                      {0, 10, 11, 21, 22, 22, 32, 33, 43, 44},
-	"v2-checkpoint-parquet":                    {0, 0, 10},
-	"kernel-pagination-multi-part-checkpoints": {1800, 1900, 2000},
-	"basic-dv-no-checkpoint":                   {10, 8},
-	"dv-with-columnmapping":                    {50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35},
-	"table_with_column_mapping":                {5},
-	"cdf-table":                                {10, 10, 10, 9},
-	"log-replay-latest-metadata-protocol":      {20, 40, 40},
-	"cdc_ict_table":                            {0, 4, 2, 2},
-}
+var expectedRows = goldentables.Rows
 
 func TestRowCountsAtEveryVersion(t *testing.T) {
 	st := newStore(t)

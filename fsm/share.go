@@ -234,6 +234,9 @@ func (s *Share) Schemas() []string {
 	return out
 }
 
+// GrantedTo reports whether the recipient holds SELECT on the share.
+func (s *Share) GrantedTo(recipient string) bool { return s.granted(recipient) >= 0 }
+
 // granted is the index of a recipient in Grants, or -1.
 func (s *Share) granted(recipient string) int {
 	return slices.IndexFunc(s.Grants, func(g string) bool { return sameFold(g, recipient) })

@@ -46,7 +46,7 @@ type page[T any] struct {
 func granted(c echo.Context, name string) (*fsm.Share, error) {
 	p := principalOf(c)
 	sh, ok := p.state.Share(name)
-	if !ok || !slices.ContainsFunc(sh.Grants, func(g string) bool { return strings.EqualFold(g, p.recipient.Name) }) {
+	if !ok || !sh.GrantedTo(p.recipient.Name) {
 		return nil, notFound("share '%s' not found", name)
 	}
 	return sh, nil
@@ -57,7 +57,7 @@ func granted(c echo.Context, name string) (*fsm.Share, error) {
 func liveObjects(st *fsm.State, sh *fsm.Share) []sharedTable {
 	var out []sharedTable
 	for i := range sh.Objects {
-		if tb, ok := resolveObject(st, &sh.Objects[i]); ok {
+		if tb, ok := st.SharedTable(&sh.Objects[i]); ok {
 			out = append(out, sharedTable{share: sh, obj: &sh.Objects[i], table: tb})
 		}
 	}
@@ -69,18 +69,6 @@ type sharedTable struct {
 	share *fsm.Share
 	obj   *fsm.SharedObject
 	table *fsm.Table
-}
-
-func resolveObject(st *fsm.State, o *fsm.SharedObject) (*fsm.Table, bool) {
-	parts := strings.Split(o.Name, ".")
-	if len(parts) != 3 {
-		return nil, false
-	}
-	tb, ok := st.Table(parts[0], parts[1], parts[2])
-	if !ok || tb.ID != o.TableID || tb.Format != fsm.FormatDelta {
-		return nil, false
-	}
-	return tb, true
 }
 
 func (s *Server) listShares(c echo.Context) error {

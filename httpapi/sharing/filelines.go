@@ -98,8 +98,7 @@ func hintColumns(m *deltalog.Metadata) map[string]hintColumn {
 	if json.Unmarshal([]byte(m.SchemaString), &schema) != nil {
 		return nil
 	}
-	mapped := m.Configuration["delta.columnMapping.mode"]
-	mapped = strings.ToLower(mapped)
+	mapped := strings.ToLower(m.Configuration["delta.columnMapping.mode"])
 	out := map[string]hintColumn{}
 	for _, f := range schema.Fields {
 		col := hintColumn{Physical: f.Name, Partition: containsFold(m.PartitionColumns, f.Name)}

@@ -7,65 +7,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/raftcat/raftcat/internal/goldentables"
 	"github.com/raftcat/raftcat/internal/parquettest"
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
 const (
 	uc       = "/api/2.1/unity-catalog"
-	golden   = "../../testdata/delta"
 	pyAgent  = "Delta-Sharing-Python/1.4.2 pandas/2.2.3 PyArrow/18.1.0 Python/3.12.8 System/Linux-6.8.0-x86_64"
 	pyDetect = "responseformat=delta,parquet;readerfeatures=deletionvectors,columnmapping,timestampntz"
 )
 
-// goldenDir is the repository's real Delta test tables (testdata/delta,
-// described in its README).
-func goldenDir(t testing.TB) string {
-	t.Helper()
-	abs, err := filepath.Abs(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		t.Fatalf("the Delta test tables are not at %s", abs)
-	}
-	return abs
-}
+func goldenDir(t testing.TB) string { return goldentables.Dir(t) }
 
-// copyTable copies a golden table into a fresh directory, preserving
-// file modification times, and returns its file:// location.
-func copyTable(t testing.TB, name string) string {
-	t.Helper()
-	src := filepath.Join(goldenDir(t), name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, raw, 0o644); err != nil {
-			return err
-		}
-		return os.Chtimes(target, info.ModTime(), info.ModTime())
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", name, err)
-	}
-	return "file://" + filepath.ToSlash(dst)
-}
+// copyTable copies a golden table into a fresh directory and returns its
+// file:// location.
+func copyTable(t testing.TB, name string) string { return goldentables.URL(goldentables.Copy(t, name)) }
 
 // ok sends a request and fails unless it answers want.
 func ok(t testing.TB, want int, method, u string, body any, headers ...string) testcluster.Response {

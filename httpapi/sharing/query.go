@@ -21,11 +21,7 @@ func (s *Server) metadata(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, err := tr.log.Snapshot(c.Request().Context(), v)
-	if err != nil {
-		return s.logError(c, err)
-	}
-	delta, err := chooseFormat(tr.caps, &snap.Protocol, &snap.Metadata)
+	snap, delta, err := s.snapshotIn(c, tr, v)
 	if err != nil {
 		return err
 	}
@@ -168,11 +164,7 @@ func (s *Server) snapshotQuery(c echo.Context, tr *tableRequest, req *queryReque
 	if err != nil {
 		return err
 	}
-	snap, err := tr.log.Snapshot(c.Request().Context(), v)
-	if err != nil {
-		return s.logError(c, err)
-	}
-	delta, err := chooseFormat(tr.caps, &snap.Protocol, &snap.Metadata)
+	snap, delta, err := s.snapshotIn(c, tr, v)
 	if err != nil {
 		return err
 	}
@@ -286,4 +278,14 @@ func limitFiles(files []deltalog.AddFile, limit int64) []deltalog.AddFile {
 		}
 	}
 	return files
+}
+
+// snapshotIn reads the table's snapshot at version v and negotiates the
+// answer's format for it (delta says which).
+func (s *Server) snapshotIn(c echo.Context, tr *tableRequest, v int64) (snap *deltalog.Snapshot, delta bool, err error) {
+	if snap, err = tr.log.Snapshot(c.Request().Context(), v); err != nil {
+		return nil, false, s.logError(c, err)
+	}
+	delta, err = chooseFormat(tr.caps, &snap.Protocol, &snap.Metadata)
+	return snap, delta, err
 }

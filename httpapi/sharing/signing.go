@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"hash"
 	"strings"
 	"time"
@@ -36,14 +35,7 @@ func (s *Server) signingKey(ctx context.Context, st *fsm.State) (*fsm.URLSigning
 	if res.Err != nil {
 		return nil, res.Err
 	}
-	if res.SigningKey != nil {
-		return res.SigningKey, nil
-	}
-	cur, _ := s.core.Node().StaleState()
-	if k, ok := cur.URLSigningKey(); ok {
-		return k, nil
-	}
-	return nil, fmt.Errorf("the URL signing key was created but is not in this node's state yet")
+	return res.SigningKey, nil // the key set, or the one a concurrent request set first
 }
 
 // newKeyCommand draws a fresh key (on the leader, before proposing).

@@ -133,7 +133,7 @@ func parquetChange(sign *urlSigner, tr *tableRequest, ch *change) (string, parqu
 		if rm.Size != nil {
 			size = *rm.Size
 		}
-		pf, err := parquetFileOf(sign, tr, rm.Path, removeKey(rm), rm.PartitionValues, size, "")
+		pf, err := parquetFileOf(sign, tr, rm.Path, rm.Key(), rm.PartitionValues, size, "")
 		return "remove", pf, err
 	}
 	pf, err := parquetFileOf(sign, tr, ch.cdc.Path, ch.cdc.Path, ch.cdc.PartitionValues, ch.cdc.Size, "")
@@ -148,7 +148,7 @@ func deltaChangeLine(sign *urlSigner, tr *tableRequest, ch *change, v, ts *int64
 		df.ID = fileID(ch.add.Key(), true)
 		df.DeltaSingleAction.Add, err = signedAdd(sign, tr, ch.add)
 	case ch.remove != nil:
-		df.ID = fileID(removeKey(ch.remove), true)
+		df.ID = fileID(ch.remove.Key(), true)
 		df.DeltaSingleAction.Remove, err = signedRemove(sign, tr, ch.remove)
 	default:
 		df.ID = fileID(ch.cdc.Path, true)
@@ -160,12 +160,6 @@ func deltaChangeLine(sign *urlSigner, tr *tableRequest, ch *change, v, ts *int64
 		return nil, err
 	}
 	return map[string]deltaFile{"file": df}, nil
-}
-
-// removeKey is a remove's reconciliation key, the same as its add's.
-func removeKey(rm *deltalog.RemoveFile) string {
-	a := deltalog.AddFile{Path: rm.Path, DeletionVector: rm.DeletionVector}
-	return a.Key()
 }
 
 // streamQuery answers /query with startingVersion (and endingVersion).
@@ -228,11 +222,7 @@ type changeQuery struct {
 // or asked for. The header names the start version.
 func (s *Server) answerChanges(c echo.Context, tr *tableRequest, q changeQuery) error {
 	ctx := c.Request().Context()
-	snap, err := tr.log.Snapshot(ctx, q.headAt)
-	if err != nil {
-		return s.logError(c, err)
-	}
-	delta, err := chooseFormat(tr.caps, &snap.Protocol, &snap.Metadata)
+	snap, delta, err := s.snapshotIn(c, tr, q.headAt)
 	if err != nil {
 		return err
 	}

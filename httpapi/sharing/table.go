@@ -53,9 +53,9 @@ func findTable(c echo.Context) (sharedTable, error) {
 	if err != nil {
 		return sharedTable{}, err
 	}
-	for _, t := range liveObjects(principalOf(c).state, sh) {
-		if strings.EqualFold(t.obj.Schema(), schema) && strings.EqualFold(t.obj.Table(), table) {
-			return t, nil
+	if obj, ok := sh.SharedObject(schema, table); ok {
+		if tb, ok := principalOf(c).state.SharedTable(obj); ok {
+			return sharedTable{share: sh, obj: obj, table: tb}, nil
 		}
 	}
 	return sharedTable{}, notFound("[Share/Schema/Table] '%s/%s/%s' does not exist, please contact your share provider for further information.", shareName, schema, table)

@@ -6,15 +6,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/raftcat/raftcat/internal/goldentables"
 	"github.com/raftcat/raftcat/internal/parquettest"
 )
 
 func testdata(t *testing.T, rel string) []byte {
 	t.Helper()
-	dir, err := filepath.Abs("../../testdata/delta") // the repository's testdata/delta
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := goldentables.Dir(t)
 	data, err := os.ReadFile(filepath.Join(dir, rel))
 	if err != nil {
 		t.Fatalf("test table file: %v", err)
