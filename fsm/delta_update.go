@@ -9,7 +9,10 @@ import (
 // CmdUpdateTable is the command type of UpdateTable.
 const CmdUpdateTable CommandType = 10
 
-func init() { registerCommand(CmdUpdateTable, applyUpdateTable) }
+func init() {
+	registerCommand(CmdUpdateTable, applyUpdateTable)
+	allowInTransaction(CmdUpdateTable)
+}
 
 // Purged-version replay verdicts, decided by reading storage before proposing.
 const (

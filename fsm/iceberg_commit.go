@@ -8,7 +8,10 @@ import (
 // CmdCommitIcebergTables swaps the metadata pointers of Iceberg tables.
 const CmdCommitIcebergTables CommandType = 16
 
-func init() { registerCommand(CmdCommitIcebergTables, applyCommitIcebergTables) }
+func init() {
+	registerCommand(CmdCommitIcebergTables, applyCommitIcebergTables)
+	allowInTransaction(CmdCommitIcebergTables)
+}
 
 // CommitIcebergTables commits to one or more Iceberg tables atomically
 // (Iceberg's commitTable and commitTransaction): each table's metadata

@@ -39,8 +39,7 @@ func applyDropIcebergTable(t *tx, _ uint64, c *DropIcebergTable) Result {
 	if err != nil {
 		return failed(err)
 	}
-	t.tree(tableTree).Delete(tb.key())
-	t.unindexTable(tb)
+	t.removeTable(tb)
 	return Result{Table: tb}
 }
 

@@ -27,6 +27,11 @@ type Result struct {
 	Recipient *Recipient
 	// SigningKey is the URL signing key (sharing_key.go).
 	SigningKey *URLSigningKey
+	// Lance is what a Lance version command did (lance.go).
+	Lance *LanceResult
+	// Steps are the results of a Transaction's commands, in order. When
+	// the transaction failed, the last step is the command that failed.
+	Steps []Result
 	// NoOp is set when the command was recognised as an already-applied
 	// replay and changed nothing.
 	NoOp bool

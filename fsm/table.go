@@ -62,6 +62,9 @@ type Table struct {
 	// Iceberg is the metadata pointer of an Iceberg table (table_iceberg.go);
 	// nil for other formats. Appliers replace it, never write through it.
 	Iceberg *IcebergState `json:"iceberg,omitempty"`
+	// Lance is what a Lance table's versions add up to (table_lance.go);
+	// nil for other formats. Appliers replace it, never write through it.
+	Lance *LanceState `json:"lance,omitempty"`
 
 	cols *columnSet // keeps the shared schema alive while this table holds it
 }
@@ -128,7 +131,7 @@ func init() {
 	registerCommand(CmdRenameTable, applyRenameTable)
 	registerRecord(RecordTable, treeRecord(tableTree, decodeTable, putRestoredTable))
 	registerChildren(tableTree, renamedTable)
-	onDeleteBelow(tableTree, func(t *tx, v any) { t.unindexTable(v.(*Table)) })
+	onDeleteBelow(tableTree, func(t *tx, v any) { t.tableRemoved(v.(*Table)) })
 }
 
 // tableLayout1 is a table record of layout 1, which kept the Delta state's
@@ -251,6 +254,19 @@ func (t *tx) putTable(tb *Table) {
 	t.indexTable(tb)
 }
 
+// removeTable deletes a table and what hangs off it.
+func (t *tx) removeTable(tb *Table) {
+	t.tree(tableTree).Delete(tb.key())
+	t.tableRemoved(tb)
+}
+
+// tableRemoved forgets what indexes and per-format trees hold about a
+// table that was deleted.
+func (t *tx) tableRemoved(tb *Table) {
+	t.unindexTable(tb)
+	t.forgetLanceVersions(tb)
+}
+
 // renamedTable is a table below a renamed namespace.
 func renamedTable(v any, level int, name string) ([]byte, any) {
 	tb := v.(*Table).clone()
@@ -323,8 +339,7 @@ func applyDeleteTable(t *tx, _ uint64, c *DeleteTable) Result {
 	if err != nil {
 		return failed(err)
 	}
-	t.tree(tableTree).Delete(tableKey(c.CatalogName, c.SchemaName, c.Name))
-	t.unindexTable(tb)
+	t.removeTable(tb)
 	return Result{Table: tb}
 }
 
