@@ -40,11 +40,19 @@ type logGen struct {
 	// sharingEntries counts them.
 	srng           *rand.Rand
 	sharingEntries int
+	// lrng draws the Lance commands and transactions
+	// (determinism_lance_test.go) as srng does the sharing ones;
+	// lanceEntries counts them, lanceIDs are the Lance table uuids
+	// declared and lastLance is the last version create, to replay.
+	lrng         *rand.Rand
+	lanceEntries int
+	lanceIDs     []string
+	lastLance    *fsm.CreateLanceVersion
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
 	return &logGen{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), driver: fsm.NewMachine(), clock: baseTime,
-		srng: rand.New(rand.NewPCG(seed^0x5ca1ab1e, seed))}
+		srng: rand.New(rand.NewPCG(seed^0x5ca1ab1e, seed)), lrng: rand.New(rand.NewPCG(seed^0x1a9ce, seed+1))}
 }
 
 func (g *logGen) stamp() fsm.Stamp {
@@ -281,6 +289,10 @@ func (g *logGen) metadataCmd(tb *fsm.Table) *fsm.UpdateTable {
 func (g *logGen) step() {
 	if g.srng.IntN(100) < 15 {
 		g.sharingCmd()
+		return
+	}
+	if g.lrng.IntN(100) < 20 {
+		g.lanceCmd()
 		return
 	}
 	switch r := g.pick(100); {
@@ -558,7 +570,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 			g.emit(&fsm.CreateSchema{Stamp: g.stamp(), ID: g.id("sch"), CatalogName: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("s%d", j), StorageRoot: root})
 		}
 	}
-	for len(g.log)-g.sharingEntries < 600 {
+	for len(g.log)-g.sharingEntries-g.lanceEntries < 600 {
 		g.step()
 	}
 	var failures, noops, successes int
@@ -583,6 +595,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 		t.Fatal("the log has no Iceberg multi-table commit, namespace property update or view changes")
 	}
 	checkSharingVariety(t, g)
+	checkLanceVariety(t, g)
 	if failures < 50 || noops < 10 || successes < 200 || tables < 5 || commits < 20 || len(codes) < 8 || codes[fsm.CodeResourceExhausted] == 0 {
 		t.Fatalf("log is not varied enough: ok %d, no-op %d, failed %d %v, tables %d, commits %d",
 			successes, noops, failures, codes, tables, commits)
@@ -618,6 +631,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	}
 	sameAnswers(t, m1.State(), restored, g.staging)
 	sameSharingAnswers(t, m1.State(), restored, g)
+	sameLanceAnswers(t, m1.State(), restored, g)
 
 	// A replica restored from the snapshot continues exactly like the
 	// replicas that applied the whole log.
@@ -638,6 +652,8 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	}
 	sameAnswers(t, m1.State(), m3.State(), g.staging)
 	sameSharingAnswers(t, m1.State(), m3.State(), g)
+	sameLanceAnswers(t, m1.State(), m3.State(), g)
+	checkLanceRecords(t, m3.State(), g)
 }
 
 // Different logs must not serialise to the same bytes (guards against a

@@ -134,3 +134,21 @@ func (t *tx) latestLanceVersion(tableID string) (int64, bool) {
 	})
 	return latest, found
 }
+
+// TablesWhere lists the tables keep accepts across the whole catalog in
+// key order (by namespace path, then name), starting after the table
+// whose namespace path and name are `after` (nil: from the first), at
+// most limit of them (limit <= 0: all).
+func (s *State) TablesWhere(after []string, limit int, keep func(*Table) bool) []*Table {
+	it := s.trees[tableTree].Root().Iterator()
+	if len(after) > 0 {
+		it.SeekLowerBound(append(pathKey(after), 0))
+	}
+	var out []*Table
+	for _, v, ok := it.Next(); ok && (limit <= 0 || len(out) < limit); _, v, ok = it.Next() {
+		if tb := v.(*Table); keep(tb) {
+			out = append(out, tb)
+		}
+	}
+	return out
+}

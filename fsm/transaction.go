@@ -19,8 +19,8 @@ func init() { registerCommand(CmdTransaction, applyTransaction) }
 //
 // Only commands registered with allowInTransaction may take part (table
 // commits, not namespace or cluster changes), and a transaction does not
-// nest. Each command carries its own stamp, which may not ask for rules
-// beyond the transaction's own.
+// nest. Each command carries its own stamp, but applies under the
+// transaction's rules, which the leader stamped on the entry.
 type Transaction struct {
 	Stamp
 	Ops []TransactionOp `json:"ops"`
@@ -70,8 +70,8 @@ func (op *TransactionOp) decode(rules uint16) (Command, *Error) {
 	if err := json.Unmarshal(op.Command, cmd); err != nil {
 		return nil, Invalidf("Invalid command of type %d in a transaction: %v", op.Type, err)
 	}
-	if r, ok := cmd.(interface{ RulesLevel() uint16 }); ok && r.RulesLevel() > rules {
-		return nil, Invalidf("A command of a transaction asks for rules %d beyond the transaction's %d", r.RulesLevel(), rules)
+	if r, ok := cmd.(interface{ SetRules(uint16) }); ok {
+		r.SetRules(rules)
 	}
 	return cmd, nil
 }

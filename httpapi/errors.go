@@ -24,6 +24,9 @@ type Problem struct {
 	// Kind is the protocol's own error type for a problem the protocol
 	// raised itself (KindError); empty otherwise.
 	Kind string
+	// Op is the operation that failed, in a request of several (a batch,
+	// a transaction); nil otherwise.
+	Op *OpError
 }
 
 // KindError is an error a protocol raises with an error type of its own
@@ -68,6 +71,12 @@ var sentinels = []sentinel{
 // classify turns any handler error into a problem. Domain errors carry
 // their code; replication errors become 503s that invite a retry.
 func classify(err error) Problem {
+	var oe *OpError
+	if errors.As(err, &oe) {
+		p := classify(oe.Err)
+		p.Op = oe
+		return p
+	}
 	var de *fsm.Error
 	var he *echo.HTTPError
 	var mbe *http.MaxBytesError

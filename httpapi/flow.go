@@ -56,10 +56,20 @@ type In[R any] struct {
 // such as VACUUM, deletes files it does not know below its location). The
 // default managed storage root, inside the data directory, is allowed.
 func (in *In[R]) CheckNotReserved(field, loc string) error {
-	if in.dataDir == "" || loc == "" {
+	return checkNotReserved(in.dataDir, field, loc)
+}
+
+// CheckNotReserved is In.CheckNotReserved for writes that do not go
+// through Write (plans).
+func (s *Server) CheckNotReserved(field, loc string) error {
+	return checkNotReserved(s.cfg.DataDir, field, loc)
+}
+
+func checkNotReserved(dataDir, field, loc string) error {
+	if dataDir == "" || loc == "" {
 		return nil
 	}
-	dir := "file://" + strings.TrimRight(filepath.ToSlash(in.dataDir), "/")
+	dir := "file://" + strings.TrimRight(filepath.ToSlash(dataDir), "/")
 	within := func(a, b string) bool {
 		a, b = strings.TrimRight(a, "/"), strings.TrimRight(b, "/")
 		return a == b || strings.HasPrefix(a, b+"/")

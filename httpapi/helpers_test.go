@@ -22,6 +22,7 @@ const (
 	// icebergPrefix is the Iceberg REST catalog prefix.
 	icebergPrefix = apiPrefix + "/iceberg"
 	sharingPrefix = "/delta-sharing"
+	lancePrefix   = "/lance"
 
 	headerIndex       = "X-Raftcat-Index"
 	headerConsistency = "X-Raftcat-Consistency"

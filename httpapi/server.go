@@ -103,6 +103,8 @@ type Server struct {
 	proxy   *leaderProxy
 	relay   *relay.Server // serves requests followers relay to this node
 	groups  []Group       // registered with Mount, longest prefix first
+
+	txPlanners map[string]TxPlanner // by operation kind (AddTxPlanner)
 }
 
 // New builds the Echo application; it serves no route until protocols

@@ -72,7 +72,7 @@ func (b *Blobs) Stat(ctx context.Context, loc string) (ObjectInfo, error) {
 	if err != nil {
 		return ObjectInfo{}, wrapErr("stat", loc, err)
 	}
-	return ObjectInfo{Location: loc, Size: a.Size, ModTime: a.ModTime}, nil
+	return ObjectInfo{Location: loc, Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}, nil
 }
 
 // Read implements ObjectStore.

@@ -25,6 +25,14 @@ func (r objectRef) cacheKey() string {
 // location names key below the same bucket, spelled as the caller did.
 func (r objectRef) location(key string) string { return r.root + key }
 
+// Root is the root of the store that holds loc, spelled as loc spells
+// it: "file:///" for local files, "s3://bucket/" for a bucket. Object
+// keys are relative to it.
+func Root(loc string) (string, error) {
+	r, err := locate(loc)
+	return r.root, err
+}
+
 // locate splits an object location: file:///p, s3://bucket/k (s3a://
 // alike), gs://bucket/k, abfs[s]://container@account.dfs.<domain>/k.
 func locate(loc string) (objectRef, error) {

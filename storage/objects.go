@@ -37,6 +37,9 @@ type ObjectInfo struct {
 	Location string
 	Size     int64
 	ModTime  time.Time
+	// ETag is the store's entity tag of the object, as Stat reports it
+	// (empty where the store has none, and in listings).
+	ETag string
 }
 
 // Errors an ObjectStore answers with (test with errors.Is).

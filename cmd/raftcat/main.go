@@ -22,6 +22,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
+	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/storage"
@@ -176,7 +177,8 @@ func runNode(cfg Config, log *slog.Logger) error {
 		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},
 		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials},
 		Sharing: sharing.Config{Objects: objects, Endpoint: cfg.SharingEndpoint, URLTTL: cfg.SharingURLTTL,
-			TokenLifetime: cfg.SharingTokenLifetime, CacheBytes: cfg.SharingCacheMiB << 20}})
+			TokenLifetime: cfg.SharingTokenLifetime, CacheBytes: cfg.SharingCacheMiB << 20},
+		Lance: lance.Config{Objects: objects}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()

@@ -8,6 +8,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
+	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 )
@@ -18,6 +19,7 @@ type Config struct {
 	Delta   deltaapi.Config
 	Iceberg iceberg.Config
 	Sharing sharing.Config
+	Lance   lance.Config
 }
 
 // Mount registers every protocol on core and returns the admin endpoints
@@ -29,5 +31,6 @@ func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server
 	deltaapi.Register(core, cfg.Delta)
 	iceberg.Register(core, cfg.Iceberg)
 	sharing.Register(core, cfg.Sharing)
+	lance.Register(core, cfg.Lance)
 	return adm
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
+	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/storage"
@@ -158,7 +159,8 @@ func (nd *Node) start() error {
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
 	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects},
 		Iceberg: iceberg.Config{Objects: nd.icebergStore(), Credentials: nd.creds},
-		Sharing: sharing.Config{Objects: nd.objects, URLTTL: nd.sharingURLTTL}})
+		Sharing: sharing.Config{Objects: nd.objects, URLTTL: nd.sharingURLTTL},
+		Lance:   lance.Config{Objects: nd.objects}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true

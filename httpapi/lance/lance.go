@@ -1,0 +1,151 @@
+// Package lance serves the Lance Namespace REST API under Prefix, so that
+// LanceDB and Lance clients connect with uri=http://<node>/lance and use
+// the catalog as their namespace and manifest store.
+//
+// # Namespaces and tables
+//
+// Lance's namespace tree is the catalog's: the root lists catalogs,
+// [catalog] and [catalog, schema, ...] are namespaces, and a table lives
+// in a schema or below one. Lance tables are tables of format LANCE, so
+// UC REST lists them too.
+//
+// # Versions: the client writes, the catalog finalizes
+//
+// Every table is declared with managed_versioning: the client writes its
+// data files and a staging manifest in the table's _versions/ directory
+// and asks for version/create. The leader then reads the staging manifest,
+// writes it create-only at the version's final name (V1 {version}.manifest
+// or V2 {u64::MAX - version:020}.manifest), records the version in one
+// raft entry, and removes the staging file. A final manifest that already
+// exists, or a version already recorded, is a conflict (409, code 14) and
+// nothing changes; the exact same request again is answered with the
+// recorded version.
+//
+// # Batches
+//
+// batch-create and batch-commit plan their operations in order on one
+// working copy of the state (httpapi.Plan), so a later operation sees
+// what the earlier ones did, then propose them as ONE entry
+// (fsm.Transaction): all land or none do. When the batch fails, the final
+// manifests written for it are deleted and the error names the failed
+// operation's index in "detail". The same planning takes part in
+// transactions across formats (package transactions) as the operation
+// kind "lance".
+package lance
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/storage"
+)
+
+// Prefix is the path the Lance Namespace REST API is served under.
+const Prefix = "/lance"
+
+// ObjectStore is what the catalog reads and writes in table storage: the
+// manifests it finalizes, and the files a drop deletes. storage.Blobs is
+// one.
+type ObjectStore interface {
+	Stat(ctx context.Context, loc string) (storage.ObjectInfo, error)
+	Read(ctx context.Context, loc string) ([]byte, error)
+	Write(ctx context.Context, loc string, data []byte) error
+	Delete(ctx context.Context, loc string) error
+	List(ctx context.Context, prefix string) ([]storage.ObjectInfo, error)
+}
+
+// Config configures the Lance Namespace API.
+type Config struct {
+	// Objects holds the tables' manifests (nil: versions cannot be
+	// created; those requests answer 503).
+	Objects ObjectStore
+}
+
+// Server serves the Lance Namespace API on a core.
+type Server struct {
+	core *httpapi.Server
+	cfg  Config
+	log  *slog.Logger
+}
+
+// Register mounts the API on the core and makes Lance operations part
+// of transactions across formats. Every request goes to the leader.
+func Register(core *httpapi.Server, cfg Config) *Server {
+	s := &Server{core: core, cfg: cfg, log: core.Logger().With("protocol", "lance")}
+	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
+	for _, rt := range routes {
+		g.Add(rt.method, rt.path, rt.handler(s))
+	}
+	g.Any("/*", func(echo.Context) error {
+		return unsupported("This operation is not served by this catalog (it serves namespaces, tables and versions)")
+	})
+	core.AddTxPlanner("lance", s.planTxOp)
+	return s
+}
+
+type route struct {
+	method, path string
+	handler      func(*Server) echo.HandlerFunc
+}
+
+func h(f func(*Server, echo.Context) error) func(*Server) echo.HandlerFunc {
+	return func(s *Server) echo.HandlerFunc { return func(c echo.Context) error { return f(s, c) } }
+}
+
+var routes = []route{
+	{http.MethodPost, "/v1/namespace/:id/create", h((*Server).createNamespace)},
+	{http.MethodGet, "/v1/namespace/:id/list", h((*Server).listNamespaces)},
+	{http.MethodPost, "/v1/namespace/:id/describe", h((*Server).describeNamespace)},
+	{http.MethodPost, "/v1/namespace/:id/exists", h((*Server).namespaceExists)},
+	{http.MethodPost, "/v1/namespace/:id/drop", h((*Server).dropNamespace)},
+	{http.MethodGet, "/v1/namespace/:id/table/list", h((*Server).listTables)},
+	{http.MethodGet, "/v1/table", h((*Server).listAllTables)},
+	{http.MethodPost, "/v1/table/:id/declare", h((*Server).declareTable)},
+	{http.MethodPost, "/v1/table/:id/describe", h((*Server).describeTable)},
+	{http.MethodPost, "/v1/table/:id/exists", h((*Server).tableExists)},
+	{http.MethodPost, "/v1/table/:id/register", h((*Server).registerTable)},
+	{http.MethodPost, "/v1/table/:id/deregister", h((*Server).deregisterTable)},
+	{http.MethodPost, "/v1/table/:id/drop", h((*Server).dropTable)},
+	{http.MethodPost, "/v1/table/:id/rename", h((*Server).renameTable)},
+	{http.MethodPost, "/v1/table/:id/version/list", h((*Server).listVersions)},
+	{http.MethodPost, "/v1/table/:id/version/create", h((*Server).createVersion)},
+	{http.MethodPost, "/v1/table/:id/version/describe", h((*Server).describeVersion)},
+	{http.MethodPost, "/v1/table/:id/version/delete", h((*Server).deleteVersions)},
+	{http.MethodPost, "/v1/table/version/batch-create", h((*Server).batchCreateVersions)},
+	{http.MethodPost, "/v1/table/batch-commit", h((*Server).batchCommit)},
+}
+
+// bind decodes the body into v; an empty body or JSON null leaves v zero.
+func bind(c echo.Context, v any) error {
+	_, err := httpapi.BindJSON(c, v)
+	return err
+}
+
+// write plans one request's operations with plan, commits them as one
+// entry and answers with answer's value.
+func (s *Server) write(c echo.Context, plan func(p *httpapi.Plan) (httpapi.OpRender, error)) error {
+	p, err := s.core.NewPlan(c)
+	if err != nil {
+		return err
+	}
+	render, err := plan(p)
+	if err != nil {
+		p.Abort()
+		return err
+	}
+	results, err := s.core.Commit(p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, render(p.ResultOf(results, 0)))
+}
+
+// state is the linearizable state reads answer from.
+func (s *Server) state(c echo.Context) (*fsm.State, error) { return s.core.State(c) }
+
+func empty(*fsm.Result) any { return struct{}{} }
