@@ -77,6 +77,7 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 	g.POST(tablePath+"/rename", httpapi.Write(core, buildRenameTable, nil, noContent))
 	g.GET(tablePath+"/credentials", s.tableCredentials)
 	g.POST(tablePath+"/metrics", s.reportMetrics)
+	core.AddTxPlanner("delta", s.planTxOp)
 	return s
 }
 

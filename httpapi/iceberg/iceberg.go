@@ -118,6 +118,7 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 	for _, rt := range allRoutes() {
 		g.Add(rt.method, catalogPath+rt.path, rt.handler(s))
 	}
+	core.AddTxPlanner("iceberg", s.planTxOp)
 	return s
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/sharing"
+	"github.com/raftcat/raftcat/httpapi/transactions"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 )
 
@@ -32,5 +33,6 @@ func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server
 	iceberg.Register(core, cfg.Iceberg)
 	sharing.Register(core, cfg.Sharing)
 	lance.Register(core, cfg.Lance)
+	transactions.Register(core)
 	return adm
 }

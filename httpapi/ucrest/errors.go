@@ -2,6 +2,7 @@ package ucrest
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/httpapi"
@@ -42,7 +43,9 @@ var codeByStatus = map[int]string{
 }
 
 // errorMapping renders UC REST's envelope: error_code, message, and one
-// google.rpc.ErrorInfo detail whose reason is the error_code.
+// google.rpc.ErrorInfo detail whose reason is the error_code; a failed
+// operation of a request of several is named in its metadata
+// (operation_index, operation).
 type errorMapping struct{}
 
 func (errorMapping) Render(p httpapi.Problem) (int, any) {
@@ -57,8 +60,11 @@ func (errorMapping) Render(p httpapi.Problem) (int, any) {
 	if code == "" {
 		code = "INTERNAL"
 	}
-	return status, map[string]any{"error_code": code, "message": p.Message,
-		"details": []map[string]string{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": code}}}
+	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": code}
+	if p.Op != nil {
+		info["metadata"] = map[string]string{"operation_index": strconv.Itoa(p.Op.Index), "operation": p.Op.Op}
+	}
+	return status, map[string]any{"error_code": code, "message": p.Message, "details": []map[string]any{info}}
 }
 
 // Errors is UC REST's error envelope, for protocols that serve routes of
