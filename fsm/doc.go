@@ -30,6 +30,10 @@
 // multi-table commit, drop and rename by namespace path; views, which are
 // tables of type VIEW, in iceberg_view.go). Property
 // updates of a namespace at any level are namespace_properties.go's.
+// Lance tables keep their version records in a tree of their own keyed by
+// table uuid (table_lance.go; commands in lance.go). transaction.go holds
+// Transaction, several table commands of any format in one entry, all or
+// nothing.
 // Delta Sharing's objects live outside namespaces: shares (share.go),
 // recipients and their tokens, held as hashes (recipient.go), and the key
 // that signs the file URLs raftcat serves itself (sharing_key.go).

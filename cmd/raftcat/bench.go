@@ -15,8 +15,9 @@ import (
 )
 
 // benchCmd measures the commit path: `raftcat bench [flags]`, Delta
-// Sharing queries with `--protocol sharing`, or `raftcat bench scale
-// [flags]` for the many-tables measurements.
+// Sharing queries with `--protocol sharing`, the Lance Namespace commit
+// path with `--protocol lance`, or `raftcat bench scale [flags]` for the
+// many-tables measurements.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "scale" {
 		return runBenchScale(args[1:])
@@ -27,23 +28,26 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	urls := fs.String("urls", "", "comma-separated HTTP URLs of an existing cluster (default: start three local nodes)")
 	fs.IntVar(&cfg.Tables, "tables", 16, "tables the clients commit to (client i writes table i mod tables)")
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially (with --protocol sharing: querying; 8 unless given)")
-	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time (with --protocol sharing: of each cached query kind)")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time (with --protocol sharing: of each cached query kind; with --protocol lance: of each kind per round)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd they alternate between the systems, so a machine whose speed drifts slows both alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
-	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1)")
-	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios; sharing: measure Delta Sharing query latency on a generated table instead of commits")
+	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1; with --protocol lance, --clients 1 --lance-tables 1)")
+	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios; sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
 	var sh bench.SharingConfig
 	fs.IntVar(&sh.Tables, "sharing-tables", 8, "with --protocol sharing: identical copies of the table shared, each queried once cold")
 	fs.IntVar(&sh.Commits, "sharing-commits", 100, "with --protocol sharing: commits after version 0 in the generated table")
 	fs.IntVar(&sh.FilesPerCommit, "sharing-files-per-commit", 100, "with --protocol sharing: files each commit adds")
 	fs.IntVar(&sh.Partitions, "sharing-partitions", 100, "with --protocol sharing: values of the partition column part (file i has part i mod this)")
 	fs.IntVar(&sh.MaxFiles, "sharing-max-files", 1000, "with --protocol sharing: page size (maxFiles) of the paged query kind (0: not measured)")
+	var ln bench.LanceConfig
+	fs.IntVar(&ln.Tables, "lance-tables", 16, "with --protocol lance: tables the version/create clients commit to (client i writes table i mod this), and groups of --lance-batch tables the batch-commit clients commit to alike")
+	fs.IntVar(&ln.Batch, "lance-batch", 10, "with --protocol lance: tables in each batch-commit (one create_table_version each)")
 	fs.IntVar(&sh.Iterations, "iterations", 0, "with --protocol sharing: measure this many queries of each cached kind instead of --duration")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
-	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs (default: a temporary one, removed afterwards)")
+	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs, and the generated tables (default: a temporary one, removed afterwards)")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat bench [flags]\n       raftcat bench scale [flags]\n\n"+
@@ -66,6 +70,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			"first query of each copy (cold), of repeated queries of one copy (cached: one client, then\n"+
 			"--clients concurrent ones, with queries/s), of a jsonPredicateHints query on one partition\n"+
 			"and of a read in pages of --sharing-max-files, checking every answer's file count.\n\n"+
+			"With --protocol lance it measures the Lance Namespace commit path (/lance) instead, on\n"+
+			"tables bench$lance$t<N> declared in a file:// warehouse under --dir (with --urls the nodes\n"+
+			"must read --dir at the same path). Per commit a client writes a staging manifest in its\n"+
+			"table's _versions/ directory and asks for version/create of the next version (V2 naming);\n"+
+			"on 409 it re-reads the latest version and retries. Client i commits to table i mod\n"+
+			"--lance-tables; then, in a window of its own, to group i mod --lance-tables of\n"+
+			"--lance-batch other tables, one version of each in one batch-commit request. The two\n"+
+			"windows alternate over --rounds. It reports commits/s and batches/s (and table\n"+
+			"versions/s), conflicts, p50/p90/p99 latency and errors, checks every table's latest\n"+
+			"version against the versions acknowledged, and writes them to --out as JSON.\n\n"+
 			"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 		fs.PrintDefaults()
 	}
@@ -80,12 +94,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if *single {
 		cfg.Clients, cfg.Tables = 1, 1
 	}
-	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" && cfg.Protocol != "sharing" {
-		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta, iceberg or sharing")
+	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" && cfg.Protocol != "sharing" && cfg.Protocol != "lance" {
+		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta, iceberg, sharing or lance")
 		return 2
 	}
 	if cfg.Protocol == "sharing" && cfg.AgainstEtcd {
 		fmt.Fprintln(stderr, "raftcat bench: --against-etcd compares commits; it does not go with --protocol sharing")
+		return 2
+	}
+	if cfg.Protocol == "lance" && cfg.AgainstEtcd {
+		fmt.Fprintln(stderr, "raftcat bench: --against-etcd compares the Delta commit path; it does not go with --protocol lance")
 		return 2
 	}
 	switch *target {
@@ -119,6 +137,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			sh.Clients = 8
 		}
 		rep, err := bench.RunSharing(ctx, sh, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "raftcat bench:", err)
+			return 1
+		}
+		return writeBenchResult(rep, rep.Text(), *out, stdout, stderr)
+	}
+	if cfg.Protocol == "lance" {
+		ln.URLs, ln.Bin, ln.Dir, ln.ServeFlags, ln.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader
+		ln.Clients, ln.Duration, ln.Warmup, ln.Rounds = cfg.Clients, cfg.Duration, cfg.Warmup, cfg.Rounds
+		if *single {
+			ln.Tables = 1
+		}
+		rep, err := bench.RunLance(ctx, ln, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "raftcat bench:", err)
 			return 1

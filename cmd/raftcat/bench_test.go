@@ -103,6 +103,39 @@ func TestBenchIcebergSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchLanceSmoke runs `raftcat bench --protocol lance` for a few
+// seconds: version/create and batch-commit commits on the Lance Namespace
+// API of the cluster it starts must both be acknowledged, verify every
+// table afterwards and be written as JSON.
+func TestBenchLanceSmoke(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--protocol", "lance", "--duration", "1s", "--warmup", "0s", "--rounds", "2",
+		"--clients", "4", "--lance-tables", "2", "--lance-batch", "3", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --protocol lance: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.LanceReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	if rep.Protocol != "lance" || rep.Tables != 2 || rep.Batch != 3 || rep.Clients != 4 || rep.Rounds != 2 || rep.DurationS != 1 {
+		t.Fatalf("report %s", raw)
+	}
+	for _, r := range []*bench.Result{rep.Commits, rep.Batches} {
+		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if !strings.Contains(string(output), "commits/s") || !strings.Contains(string(output), "batches/s") {
+		t.Errorf("no human summary printed:\n%s", output)
+	}
+}
+
 // TestBenchToTheLeader runs `raftcat bench --target leader` against three
 // real processes: every request must go to the node that leads, found as a
 // load balancer checking GET /readyz?leader finds it. The URLs list the
