@@ -10,6 +10,8 @@ import (
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
+	"github.com/raftcat/raftcat/httpapi/lance"
+	"github.com/raftcat/raftcat/httpapi/transactions"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 	"github.com/raftcat/raftcat/internal/fakecluster"
 	"github.com/raftcat/raftcat/internal/testcluster"
@@ -32,6 +34,8 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	ucrest.Register(core)
 	deltaapi.Register(core, deltaapi.Config{Objects: objects})
 	iceberg.Register(core, iceberg.Config{Objects: objects})
+	lance.Register(core, lance.Config{Objects: objects})
+	transactions.Register(core)
 	srv := httptest.NewServer(core.Handler())
 	defer srv.Close()
 	testcluster.CreateManaged(f, srv.URL, srv.URL, "unity", "default", "sweep")
@@ -39,6 +43,10 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		strings.Replace(routeCases["POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/tables"].body, "sweep_i", icebergSweep, 1))
 	if created.Status != http.StatusOK {
 		f.Fatalf("create Iceberg table %s: %d %s", icebergSweep, created.Status, created.Text())
+	}
+	declared := testcluster.Do(f, http.MethodPost, srv.URL+lancePrefix+"/v1/table/"+lanceSweep+"/declare", map[string]any{})
+	if declared.Status != http.StatusOK {
+		f.Fatalf("declare Lance table: %d %s", declared.Status, declared.Text())
 	}
 	return &fuzzServer{node: node, h: core.Handler()}
 }
@@ -76,6 +84,7 @@ func fuzzRoutes(f *testing.F, routes ...string) {
 		if strings.HasPrefix(path, icebergPrefix) {
 			path = strings.Replace(path, "/tables/sweep", "/tables/"+icebergSweep, 1)
 		}
+		path = strings.Replace(path, "/table/x/", "/table/"+lanceSweep+"/", 1)
 		s.check(t, method, path, body)
 	})
 }
@@ -112,4 +121,25 @@ func FuzzIcebergCommit(f *testing.F) {
 	fuzzRoutes(f, "POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/tables/:table",
 		"POST "+icebergPrefix+"/v1/:prefix/transactions/commit",
 		"POST "+icebergPrefix+"/v1/:prefix/namespaces/:namespace/properties")
+}
+
+// lanceSweep is the Lance table (unity.default.lsweep) the fuzzed Lance
+// table routes aim at.
+const lanceSweep = "unity%24default%24lsweep"
+
+func FuzzLanceTable(f *testing.F) {
+	fuzzRoutes(f, "POST "+lancePrefix+"/v1/table/:id/version/create",
+		"POST "+lancePrefix+"/v1/table/:id/version/delete",
+		"POST "+lancePrefix+"/v1/table/:id/declare",
+		"POST "+lancePrefix+"/v1/table/:id/rename")
+}
+
+func FuzzLanceBatch(f *testing.F) {
+	fuzzRoutes(f, "POST "+lancePrefix+"/v1/table/batch-commit",
+		"POST "+lancePrefix+"/v1/table/version/batch-create",
+		"POST "+lancePrefix+"/v1/namespace/:id/create")
+}
+
+func FuzzTransaction(f *testing.F) {
+	fuzzRoutes(f, "POST "+apiPrefix+"/transactions/commit")
 }
