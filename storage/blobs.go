@@ -121,8 +121,15 @@ func (b *Blobs) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 }
 
 // Write implements ObjectStore: a conditional create (If-None-Match: *
-// on S3; on file:// an existence check just before the final rename).
+// on S3; on file:// a hard link that fails if the name exists, see
+// writeLocalExclusive).
 func (b *Blobs) Write(ctx context.Context, loc string, data []byte) error {
+	if ref, err := locate(loc); err == nil && ref.kind == "file" {
+		if err := writeLocalExclusive("/"+ref.key, data); err != nil {
+			return fmt.Errorf("write %s: %w", loc, err)
+		}
+		return nil
+	}
 	bk, ref, err := b.open(ctx, loc)
 	if err != nil {
 		return err

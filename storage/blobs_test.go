@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,5 +187,43 @@ func TestLocationsOfEveryScheme(t *testing.T) {
 		if _, err := st.Read(ctx, loc); err == nil || errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("read %s: %v, want a location error", loc, err)
 		}
+	}
+}
+
+// Of writers racing to create one local file, exactly one succeeds and
+// the file holds its bytes: a loser that later removes what it believes
+// it wrote cannot remove the winner's file.
+func TestLocalCreateOnlyRace(t *testing.T) {
+	st := storage.NewBlobs(storage.BlobOptions{})
+	defer st.Close()
+	dir := t.TempDir()
+	for round := range 20 {
+		loc := fmt.Sprintf("file://%s/_versions/%d.manifest", filepath.ToSlash(dir), round)
+		const writers = 8
+		errs := make([]error, writers)
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Go(func() { errs[i] = st.Write(context.Background(), loc, []byte(fmt.Sprintf("writer %d", i))) })
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("round %d: writers %d and %d both created the file", round, winner, i)
+			case err == nil:
+				winner = i
+			case !errors.Is(err, storage.ErrExists):
+				t.Fatalf("round %d: writer %d: %v", round, i, err)
+			}
+		}
+		got, err := st.Read(context.Background(), loc)
+		if winner < 0 || err != nil || string(got) != fmt.Sprintf("writer %d", winner) {
+			t.Fatalf("round %d: winner %d, file %q %v", round, winner, got, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir + "/_versions")
+	if len(entries) != 20 {
+		t.Fatalf("%d entries in the directory, want the 20 files and no temporary ones", len(entries))
 	}
 }

@@ -1,0 +1,73 @@
+package storage
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// writeLocalExclusive creates a local file holding data, or fails with
+// ErrExists if one is there, atomically: of two writers racing for one
+// name exactly one succeeds, and the file is whole the moment it appears.
+// The data is written to a temporary file beside the target, synced, and
+// hard-linked to the target name (link(2) fails if the name exists); the
+// directory is synced so the new name survives a crash. Filesystems
+// without hard links get an exclusive create (O_EXCL) instead, whose file
+// may be seen half-written while it is written.
+//
+// fileblob's create-only write checks for the file and then renames over
+// it, so two racing writers can both believe they created it; a writer
+// that then removes "its" file would remove the other's.
+func writeLocalExclusive(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".raftcat-tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeSynced(tmp, data); err != nil {
+		return err
+	}
+	switch err := os.Link(tmp.Name(), path); {
+	case errors.Is(err, fs.ErrExist):
+		return ErrExists
+	case err != nil:
+		return createExclusive(path, data)
+	}
+	return syncDir(dir)
+}
+
+func writeSynced(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// createExclusive is the fallback where hard links are not available.
+func createExclusive(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return ErrExists
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeSynced(f, data); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
