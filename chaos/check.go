@@ -16,6 +16,8 @@ type Result struct {
 	Linearizable        bool     `json:"linearizable"`
 	LinearizabilityOK   string   `json:"linearizability_check"` // ok, illegal or unknown (timed out)
 	Violations          []string `json:"violations"`
+	// Transactions sums up the transactions across formats, if any.
+	Transactions *TxSummary `json:"transactions,omitempty"`
 
 	info porcupine.LinearizationInfo // for the report's visualization
 }
@@ -24,7 +26,10 @@ type Result struct {
 func (r Result) OK() bool { return r.Linearizable && len(r.Violations) == 0 }
 
 // Check checks a history: linearizability of every table's operations,
-// then the invariants against the final loads.
+// then the invariants against the final loads. A group written with
+// transactions across formats is one "table" for linearizability and is
+// checked against the final loads of its three tables by
+// checkTransactions.
 func Check(ops []Op, timeout time.Duration) Result {
 	res := Result{Operations: len(ops), Violations: []string{}}
 	acked := map[string]map[int64]string{} // table -> version -> file
@@ -43,7 +48,16 @@ func Check(ops []Op, timeout time.Duration) Result {
 		}
 		acked[op.Table][op.Version] = op.FileName
 	}
+	groups := transactionGroups(ops)
+	for g := range groups {
+		delete(acked, g) // checked by checkTransactions
+	}
 	res.LostCommits, res.Violations = checkFinal(ops, acked, res.Violations)
+	if len(groups) > 0 {
+		var lost int
+		lost, res.Violations, res.Transactions = checkTransactions(ops, res.Violations)
+		res.LostCommits += lost
+	}
 
 	verdict, info := porcupine.CheckOperationsVerbose(tableModel, operations(ops), timeout)
 	res.info = info
@@ -66,7 +80,7 @@ func Check(ops []Op, timeout time.Duration) Result {
 func checkFinal(ops []Op, acked map[string]map[int64]string, violations []string) (int, []string) {
 	final := map[string]Op{}
 	for _, op := range ops {
-		if op.Final && op.Op == OpLoad && op.Outcome == OutcomeOK {
+		if op.Final && op.Op == OpLoad && op.Outcome == OutcomeOK && op.Protocol != ProtocolTransactions {
 			final[op.Table] = op
 		}
 	}

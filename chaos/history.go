@@ -6,7 +6,9 @@
 // a commit coordinator promises hold: no acknowledged commit lost, no
 // version bound to two file names. Delta and Iceberg tables are checked
 // alike: an Iceberg table's versions are its snapshots' sequence numbers
-// and each version's file is its snapshot id.
+// and each version's file is its snapshot id. A transaction across formats
+// (ProtocolTransactions) is checked as one commit on its group of three
+// tables, whose versions move together (see transactions.go).
 package chaos
 
 import (
@@ -34,6 +36,9 @@ const (
 const (
 	ProtocolDelta   = ""        // Delta API: a commit names its version and file
 	ProtocolIceberg = "iceberg" // Iceberg REST: a commit adds a snapshot on an asserted base
+	// ProtocolTransactions: a commit is one transaction across formats that
+	// advances a group's Delta, Iceberg and Lance tables together.
+	ProtocolTransactions = "transactions"
 )
 
 // Op is one recorded operation (one line of history.jsonl).
@@ -65,6 +70,15 @@ type Op struct {
 	// then the table's tracked commit log (version -> file name).
 	Final   bool             `json:"final,omitempty"`
 	Commits map[int64]string `json:"commits,omitempty"`
+
+	// Part, for ProtocolTransactions, is the table of the group a load
+	// read (PartDelta, PartIceberg or PartLance), or the operation a
+	// refused transaction failed at ("" when the answer named none).
+	Part string `json:"part,omitempty"`
+	// BadManifests, on the final load of a group's Lance table, are the
+	// versions the catalog lists whose manifest is not the one staged for
+	// them: version -> what the store holds instead.
+	BadManifests map[int64]string `json:"bad_manifests,omitempty"`
 }
 
 // ReadHistory reads a JSON-lines history.
@@ -110,8 +124,11 @@ func (op Op) validate() error {
 	default:
 		return fmt.Errorf("unknown outcome %q", op.Outcome)
 	}
-	if op.Protocol != ProtocolDelta && op.Protocol != ProtocolIceberg {
+	if op.Protocol != ProtocolDelta && op.Protocol != ProtocolIceberg && op.Protocol != ProtocolTransactions {
 		return fmt.Errorf("unknown protocol %q", op.Protocol)
+	}
+	if err := op.validatePart(); err != nil {
+		return err
 	}
 	if op.Table == "" {
 		return fmt.Errorf("op without a table")

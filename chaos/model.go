@@ -50,8 +50,11 @@ func step(s tableState, op Op) (bool, tableState) {
 		}
 		return true, s
 	case OpCommit:
-		if op.Protocol == ProtocolIceberg {
+		switch op.Protocol {
+		case ProtocolIceberg:
 			return stepIcebergCommit(s, op)
+		case ProtocolTransactions:
+			return stepTransaction(s, op)
 		}
 		return stepCommit(s, op)
 	case OpUpdate:
@@ -140,6 +143,9 @@ var tableModel = porcupine.Model{
 	},
 	DescribeOperation: func(input, _ any) string {
 		op := input.(Op)
+		if op.Protocol == ProtocolTransactions {
+			return describeTransaction(op)
+		}
 		switch op.Op {
 		case OpCommit:
 			if op.Protocol == ProtocolIceberg {
@@ -182,7 +188,9 @@ func operations(ops []Op) []porcupine.Operation {
 // commit (same table, version, file and base) and got it acknowledged, or
 // refused because the version is taken (or, for Iceberg, the base is no
 // longer current), cannot apply after that answer (a late arrival finds
-// the version taken and changes nothing). An unknown Iceberg commit is
+// the version taken and changes nothing); a transaction's refusal settles
+// only when it names its Delta or Iceberg operation (see
+// refusalExcludesApply). An unknown Iceberg commit or transaction is
 // also bounded by any load that saw its version or a later one (see
 // boundByLoads). Without such an answer the bound is infinity. Bounding
 // these windows keeps the search small when a history has many unknown
@@ -205,7 +213,7 @@ func settledBy(ops []Op) []int64 {
 			pending[k] = append(pending[k], i)
 			continue
 		}
-		if op.Outcome == OutcomeOK || op.Status == 409 {
+		if op.Outcome == OutcomeOK || (op.Status == 409 && (op.Protocol != ProtocolTransactions || refusalExcludesApply(op))) {
 			for _, j := range pending[k] {
 				if ops[j].InvokeNs < op.InvokeNs {
 					out[j] = op.CompleteNs
@@ -218,12 +226,13 @@ func settledBy(ops []Op) []int64 {
 	return out
 }
 
-// boundByLoads bounds unknown Iceberg commits by loads: a commit of
-// version v applies only while the table is at version v-1 with its base
-// current, and versions only grow, so once a load has seen version v or a
-// later one the commit has applied before it or never will. After an
-// unknown outcome the Iceberg client loads to find out, so every such
-// commit whose table moved on is bounded.
+// boundByLoads bounds unknown Iceberg commits and transactions by loads:
+// a commit of version v applies only while the table (the group) is at
+// version v-1 with its base current, and versions only grow, so once a
+// load (of any table of the group) has seen version v or a later one the
+// commit has applied before it or never will. After an unknown outcome
+// these clients load to find out, so every such commit whose table moved
+// on is bounded.
 func boundByLoads(ops []Op, out []int64) {
 	type seen struct{ version, at int64 }
 	loads := map[string][]seen{}
@@ -233,7 +242,7 @@ func boundByLoads(ops []Op, out []int64) {
 		}
 	}
 	for i, op := range ops {
-		if op.Protocol != ProtocolIceberg || op.Op != OpCommit || op.Outcome != OutcomeUnknown {
+		if op.Protocol == ProtocolDelta || op.Op != OpCommit || op.Outcome != OutcomeUnknown {
 			continue
 		}
 		for _, l := range loads[op.Table] {

@@ -35,7 +35,8 @@ type Config struct {
 	// Faults limits the fault kinds (empty: every kind the cluster allows).
 	Faults []string
 	// Protocol is the commit path the clients write with: "delta" (or
-	// empty) or "iceberg".
+	// empty), "iceberg" or "transactions" (each of Tables is then a group
+	// of a Delta, an Iceberg and a Lance table written together).
 	Protocol string
 }
 
@@ -71,8 +72,13 @@ type Summary struct {
 
 // Run starts a cluster, runs the workload under faults, heals, checks.
 func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
-	if cfg.Protocol != "" && cfg.Protocol != "delta" && cfg.Protocol != ProtocolIceberg {
-		return Summary{}, fmt.Errorf("unknown protocol %q (delta or iceberg)", cfg.Protocol)
+	if cfg.Protocol != "" && cfg.Protocol != "delta" && cfg.Protocol != ProtocolIceberg && cfg.Protocol != ProtocolTransactions {
+		return Summary{}, fmt.Errorf("unknown protocol %q (delta, iceberg or transactions)", cfg.Protocol)
+	}
+	if cfg.Compose && cfg.Protocol == ProtocolTransactions {
+		// The Lance staging manifests are written into the warehouse, which
+		// the compose cluster keeps in a docker volume.
+		return Summary{}, fmt.Errorf("--protocol transactions needs a local cluster: it writes Lance staging manifests into the warehouse")
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
@@ -90,7 +96,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	fmt.Fprintf(log, "chaos: %d nodes, %d %s tables x %d clients, %v, seed %d\n", cfg.Nodes, cfg.Tables, protocolName(cfg.Protocol),
+	what := protocolName(cfg.Protocol) + " tables"
+	if cfg.Protocol == ProtocolTransactions {
+		what = "groups (Delta+Iceberg+Lance, one transaction each commit)"
+	}
+	fmt.Fprintf(log, "chaos: %d nodes, %d %s x %d clients, %v, seed %d\n", cfg.Nodes, cfg.Tables, what,
 		cfg.ClientsPerTable, cfg.Duration, cfg.Seed)
 
 	done := make(chan struct{})
@@ -177,8 +187,10 @@ func setupClients(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]r
 		return clients, deltaFinalLoad, err
 	case ProtocolIceberg:
 		return setupIceberg(cfg, urls, rng, rec)
+	case ProtocolTransactions:
+		return setupTransactions(cfg, urls, rng, rec)
 	}
-	return nil, nil, fmt.Errorf("unknown protocol %q (delta or iceberg)", cfg.Protocol)
+	return nil, nil, fmt.Errorf("unknown protocol %q (delta, iceberg or transactions)", cfg.Protocol)
 }
 
 // tableName is a table name unique on a reused cluster.
@@ -288,18 +300,27 @@ func waitConverged(ctx context.Context, cl target) bool {
 }
 
 // finalLoads records, per table, a linearizable load after healing with
-// the tracked commit log.
+// the tracked commit log; a client that writes several tables as one
+// (finalParts: a transactions group) gets one final load per table.
 func finalLoads(url string, clients []runner, load finalLoader, rec *recorder) {
 	seen := map[string]bool{}
+	n := 0
 	for _, c := range clients {
 		if seen[c.tableName()] {
 			continue
 		}
 		seen[c.tableName()] = true
-		op := Op{Client: 1000 + len(seen), Table: c.tableName(), Op: OpLoad, Final: true, InvokeNs: rec.now()}
-		op = load(url, op)
-		op.CompleteNs = rec.now()
-		rec.add(op)
+		parts := []string{""}
+		if p, ok := c.(interface{ finalParts() []string }); ok {
+			parts = p.finalParts()
+		}
+		for _, part := range parts {
+			n++
+			op := Op{Client: 1000 + n, Table: c.tableName(), Op: OpLoad, Part: part, Final: true, InvokeNs: rec.now()}
+			op = load(url, op)
+			op.CompleteNs = rec.now()
+			rec.add(op)
+		}
 	}
 }
 

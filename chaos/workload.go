@@ -162,12 +162,7 @@ func (c *client) load() (int64, string, bool) {
 func (c *client) commit(v int64, stop <-chan struct{}) {
 	c.seq++
 	file := fmt.Sprintf("%020d.c%d-%d.json", v, c.id, c.seq)
-	updates := []any{map[string]any{"action": "add-commit", "commit": map[string]any{
-		"version": v, "timestamp": v, "file-name": file, "file-size": 100, "file-modification-timestamp": v}}}
-	if v > 1 { // report the previous version as published, so the 10-commit limit never bites
-		updates = append(updates, map[string]any{"action": "set-latest-backfilled-version", "latest-published-version": v - 1})
-	}
-	body := map[string]any{"requirements": []any{map[string]any{"type": "assert-table-uuid", "uuid": c.uuid}}, "updates": updates}
+	body := deltaCommitBody(c.uuid, v, file)
 	for {
 		op := Op{Client: c.id, Table: c.table, Op: OpCommit, Version: v, FileName: file, InvokeNs: c.rec.now()}
 		status, _, err := call(http.MethodPost, c.url()+deltaBase+"/tables/"+c.table, body)
@@ -183,6 +178,16 @@ func (c *client) commit(v int64, stop <-chan struct{}) {
 		case <-time.After(50 * time.Millisecond): // retry back-off
 		}
 	}
+}
+
+// deltaCommitBody is the table update that add-commits version v as file.
+func deltaCommitBody(uuid string, v int64, file string) map[string]any {
+	updates := []any{map[string]any{"action": "add-commit", "commit": map[string]any{
+		"version": v, "timestamp": v, "file-name": file, "file-size": 100, "file-modification-timestamp": v}}}
+	if v > 1 { // report the previous version as published, so the 10-commit limit never bites
+		updates = append(updates, map[string]any{"action": "set-latest-backfilled-version", "latest-published-version": v - 1})
+	}
+	return map[string]any{"requirements": []any{map[string]any{"type": "assert-table-uuid", "uuid": uuid}}, "updates": updates}
 }
 
 // settle records the outcome of an answer: a transport error or a 5xx is

@@ -25,13 +25,13 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Nodes, "nodes", 3, "cluster size (3 or 5)")
 	fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the fault schedule and the workload")
 	fs.StringVar(&cfg.Out, "out", "chaos-out", "directory for history.jsonl, summary.json and node logs")
-	fs.IntVar(&cfg.Tables, "tables", 3, "tables in the workload")
-	fs.IntVar(&cfg.ClientsPerTable, "clients", 2, "clients per table")
+	fs.IntVar(&cfg.Tables, "tables", 3, "tables in the workload (with --protocol transactions: groups of three tables)")
+	fs.IntVar(&cfg.ClientsPerTable, "clients", 2, "clients per table (or group)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 5*time.Second, "a fault starts this often")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "how long each fault lasts before it is healed")
 	faults := fs.String("faults", "", "comma-separated fault kinds to use (kill, pause, partition, split, latency; default: all that can be injected)")
 	fs.BoolVar(&cfg.Compose, "compose", false, "drill the running compose cluster (scripts/cluster-up.sh; --nodes 3 or 5) with docker kill, pause and network disconnects")
-	fs.StringVar(&cfg.Protocol, "protocol", "delta", "commit path the clients write with: delta (add-commit of the next version) or iceberg (Iceberg REST commits of a new snapshot asserting the loaded one with assert-ref-snapshot-id)")
+	fs.StringVar(&cfg.Protocol, "protocol", "delta", "commit path the clients write with: delta (add-commit of the next version), iceberg (Iceberg REST commits of a new snapshot asserting the loaded one with assert-ref-snapshot-id) or transactions (each of --tables is a group of a Delta, an Iceberg and a Lance table, advanced together by one transaction across formats per commit)")
 	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
@@ -43,7 +43,11 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 			"the same state digest. Exits 1 on any violation. An Iceberg table is checked as a Delta\n"+
 			"table is: its versions are its snapshots' sequence numbers, each bound to its snapshot id;\n"+
 			"an unknown commit outcome is found out by loading the table (moved on: settled; still at\n"+
-			"the base: retried identically).\n\n")
+			"the base: retried identically). With --protocol transactions every commit is one\n"+
+			"transaction across formats (POST .../transactions/commit) adding the next version to a\n"+
+			"group's Delta, Iceberg and Lance tables: a group is checked as one table whose versions are\n"+
+			"its transactions, and after healing every transaction, acknowledged, refused or of unknown\n"+
+			"outcome, must be in all three tables at the same version or in none.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -52,8 +56,12 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	if *faults != "" {
 		cfg.Faults = strings.Split(*faults, ",")
 	}
-	if cfg.Protocol != "delta" && cfg.Protocol != chaos.ProtocolIceberg {
-		fmt.Fprintln(stderr, "raftcat chaos: --protocol is delta or iceberg")
+	if cfg.Protocol != "delta" && cfg.Protocol != chaos.ProtocolIceberg && cfg.Protocol != chaos.ProtocolTransactions {
+		fmt.Fprintln(stderr, "raftcat chaos: --protocol is delta, iceberg or transactions")
+		return 2
+	}
+	if cfg.Compose && cfg.Protocol == chaos.ProtocolTransactions {
+		fmt.Fprintln(stderr, "raftcat chaos: --protocol transactions runs against a local cluster only (it writes Lance staging manifests into the warehouse)")
 		return 2
 	}
 	if cfg.Nodes < 1 || cfg.Tables < 1 || cfg.ClientsPerTable < 1 || cfg.FaultFor >= cfg.FaultEvery {
@@ -86,6 +94,10 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 	}
 	fmt.Fprintf(w, "acknowledged commits  %d\n", s.AcknowledgedCommits)
 	fmt.Fprintf(w, "lost commits          %d\n", s.LostCommits)
+	if t := s.Transactions; t != nil {
+		fmt.Fprintf(w, "transactions          %d acknowledged, %d refused, %d unknown (%d applied whole, %d absent whole), %d partial\n",
+			t.Acknowledged, t.Refused, t.Unknown, t.UnknownApplied, t.UnknownAbsent, t.Partial)
+	}
 	fmt.Fprintf(w, "linearizable          %v\n", s.Linearizable)
 	fmt.Fprintf(w, "converged             %v\n", s.Converged)
 	fmt.Fprintf(w, "longest unavailable   %d ms\n", s.LongestUnavailableMs)
