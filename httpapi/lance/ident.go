@@ -49,6 +49,22 @@ func pathID(c echo.Context, body *[]string) ([]string, error) {
 	return id, nil
 }
 
+// idBody is the id a request body may repeat; every body embeds it.
+type idBody struct {
+	ID *[]string `json:"id"`
+}
+
+func (b *idBody) bodyID() *[]string { return b.ID }
+
+// bindTarget decodes a request body into b and returns the id the route
+// names, checked against the one the body repeats.
+func bindTarget(c echo.Context, b interface{ bodyID() *[]string }) ([]string, error) {
+	if err := bind(c, b); err != nil {
+		return nil, err
+	}
+	return pathID(c, b.bodyID())
+}
+
 // bodyID is the id an operation of a batch names; it must give one.
 func bodyID(id *[]string, what string) ([]string, error) {
 	if id == nil || len(*id) == 0 {

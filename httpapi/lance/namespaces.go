@@ -15,7 +15,7 @@ import (
 )
 
 type namespaceBody struct {
-	ID         *[]string         `json:"id"`
+	idBody
 	Mode       string            `json:"mode"`
 	Behavior   string            `json:"behavior"`
 	Properties map[string]string `json:"properties"`
@@ -39,10 +39,7 @@ func propertiesAnswer(props map[string]string) map[string]any {
 
 func (s *Server) createNamespace(c echo.Context) error {
 	var b namespaceBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
@@ -129,10 +126,7 @@ func lookupNamespace(st *fsm.State, id []string) (*fsm.Namespace, error) {
 // readNamespace is the common start of the namespace reads.
 func (s *Server) readNamespace(c echo.Context) (*fsm.State, []string, *fsm.Namespace, error) {
 	var b namespaceBody
-	if err := bind(c, &b); err != nil {
-		return nil, nil, nil, err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -177,10 +171,7 @@ func (s *Server) listNamespaces(c echo.Context) error {
 
 func (s *Server) dropNamespace(c echo.Context) error {
 	var b namespaceBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
@@ -198,7 +189,7 @@ func (s *Server) dropNamespace(c echo.Context) error {
 	return s.write(c, func(p *httpapi.Plan) (httpapi.OpRender, error) {
 		ns, ok := p.State.Namespace(id)
 		if !ok && m == "skip" {
-			return func(*fsm.Result) any { return struct{}{} }, nil
+			return empty, nil
 		}
 		if !ok {
 			return nil, lanceError(codeNamespaceNotFound, "Namespace not found: %s", strings.Join(id, "."))

@@ -16,7 +16,7 @@ import (
 )
 
 type declareBody struct {
-	ID         *[]string         `json:"id"`
+	idBody
 	Location   string            `json:"location"`
 	Mode       string            `json:"mode"`
 	Properties map[string]string `json:"properties"`
@@ -41,10 +41,7 @@ func lookupTable(st *fsm.State, id []string, delim string) (*fsm.Table, error) {
 
 func (s *Server) declareTable(c echo.Context) error {
 	var b declareBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
@@ -105,10 +102,10 @@ func (s *Server) location(p *httpapi.Plan, ns []string, requested, id string) (s
 }
 
 type describeBody struct {
-	ID      *[]string `json:"id"`
-	Version *int64    `json:"version"`
-	Branch  string    `json:"branch"`
-	Tag     string    `json:"tag"`
+	idBody
+	Version *int64 `json:"version"`
+	Branch  string `json:"branch"`
+	Tag     string `json:"tag"`
 }
 
 // readTable is the common start of the table reads.
@@ -258,10 +255,7 @@ func decodeToken(tok string) ([]string, error) {
 
 func (s *Server) registerTable(c echo.Context) error {
 	var b declareBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
@@ -291,20 +285,13 @@ func (s *Server) registerTable(c echo.Context) error {
 	})
 }
 
-type idBody struct {
-	ID *[]string `json:"id"`
-}
-
 func (s *Server) deregisterTable(c echo.Context) error { return s.removeTable(c, false) }
 
 func (s *Server) dropTable(c echo.Context) error { return s.removeTable(c, true) }
 
 func (s *Server) removeTable(c echo.Context, purge bool) error {
 	var b idBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
@@ -331,17 +318,14 @@ func (s *Server) planDrop(p *httpapi.Plan, id []string, delim string, purge bool
 }
 
 type renameBody struct {
-	ID             *[]string `json:"id"`
+	idBody
 	NewTableName   string    `json:"new_table_name"`
 	NewNamespaceID *[]string `json:"new_namespace_id"`
 }
 
 func (s *Server) renameTable(c echo.Context) error {
 	var b renameBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}

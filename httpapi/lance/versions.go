@@ -20,7 +20,7 @@ import (
 )
 
 type versionBody struct {
-	ID           *[]string         `json:"id"`
+	idBody
 	Version      *int64            `json:"version"`
 	ManifestPath string            `json:"manifest_path"`
 	ManifestSize *int64            `json:"manifest_size"`
@@ -114,10 +114,7 @@ func stagingLocation(tb *fsm.Table, p string) (string, error) {
 
 func (s *Server) createVersion(c echo.Context) error {
 	var b versionBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
@@ -295,8 +292,8 @@ func (s *Server) describeVersion(c echo.Context) error {
 }
 
 type deleteVersionsBody struct {
-	ID     *[]string `json:"id"`
-	Branch string    `json:"branch"`
+	idBody
+	Branch string `json:"branch"`
 	Ranges []struct {
 		Start *int64 `json:"start_version"`
 		End   *int64 `json:"end_version"`
@@ -305,10 +302,7 @@ type deleteVersionsBody struct {
 
 func (s *Server) deleteVersions(c echo.Context) error {
 	var b deleteVersionsBody
-	if err := bind(c, &b); err != nil {
-		return err
-	}
-	id, err := pathID(c, b.ID)
+	id, err := bindTarget(c, &b)
 	if err != nil {
 		return err
 	}
