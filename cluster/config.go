@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is what a node needs to join the replication layer.
@@ -50,6 +52,8 @@ type Config struct {
 	MinQuorum int
 
 	Logger *slog.Logger
+	// Metrics is where the node registers its metrics (nil: nowhere).
+	Metrics prometheus.Registerer
 }
 
 // Validate checks the configuration and fills defaults.

@@ -32,9 +32,12 @@ type machineFSM struct {
 	changed chan struct{} // closed and replaced whenever applied advances
 
 	restores atomic.Uint64 // snapshots restored since start (InstallSnapshot, backups)
+	commands atomic.Uint64 // command entries applied since start
 
 	verified    *fsm.State // see offerVerified
 	verifiedHdr snapshot.Header
+
+	metrics *nodeMetrics // snapshot durations and sizes (nil: none)
 
 	dataDir  string // where a halt marker goes
 	halted   atomic.Pointer[Halt]
@@ -75,6 +78,7 @@ func (f *machineFSM) ApplyBatch(logs []*raft.Log) []any {
 				continue
 			}
 			out[i] = res
+			f.commands.Add(1)
 		}
 		last = l
 	}
@@ -173,13 +177,17 @@ func (f *machineFSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &stateSnapshot{state: f.state, index: f.applied, term: f.term}, nil
+	return &stateSnapshot{state: f.state, index: f.applied, term: f.term, metrics: f.metrics}, nil
 }
 
 // Restore replaces the whole state with a snapshot's.
-func (f *machineFSM) Restore(rc io.ReadCloser) error {
+func (f *machineFSM) Restore(rc io.ReadCloser) (err error) {
 	defer rc.Close()
-	sr, err := snapshot.NewReader(rc)
+	in := &countingReader{r: rc}
+	if f.metrics != nil {
+		defer func(start time.Time) { f.metrics.snapshotDone(snapRestore, start, in.n, err) }(time.Now())
+	}
+	sr, err := snapshot.NewReader(in)
 	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
@@ -226,15 +234,43 @@ func (f *machineFSM) takeVerified(h snapshot.Header) (*fsm.State, snapshot.Heade
 type stateSnapshot struct {
 	state       *fsm.State
 	index, term uint64
+	metrics     *nodeMetrics // nil: none
 }
 
-func (s *stateSnapshot) Persist(sink raft.SnapshotSink) error {
+func (s *stateSnapshot) Persist(sink raft.SnapshotSink) (err error) {
+	out := &countingWriter{w: sink}
+	if s.metrics != nil {
+		defer func(start time.Time) { s.metrics.snapshotDone(snapPersist, start, out.n, err) }(time.Now())
+	}
 	hdr := snapshot.Header{Index: s.index, Term: s.term, CreatedUnixMs: time.Now().UnixMilli()}
-	if err := snapshot.WriteState(sink, s.state, hdr); err != nil {
+	if err := snapshot.WriteState(out, s.state, hdr); err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
+}
+
+// countingWriter and countingReader count the bytes of a snapshot.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *stateSnapshot) Release() {}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/fsm"
@@ -48,6 +49,7 @@ type groupCommit struct {
 	reads       *readIndex
 	timeout     time.Duration
 	maxInFlight int
+	batchSize   prometheus.Observer // commands per batch
 
 	mu       sync.Mutex
 	pending  []*proposal
@@ -131,6 +133,9 @@ func (g *groupCommit) drain() {
 		if len(batch) > 0 {
 			g.counts.Batches++
 			g.counts.LargestBatch = max(g.counts.LargestBatch, len(batch))
+			if g.batchSize != nil {
+				g.batchSize.Observe(float64(len(batch)))
+			}
 		}
 		g.mu.Unlock()
 		for _, p := range batch {

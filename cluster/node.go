@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
@@ -37,6 +38,8 @@ type Node struct {
 	snaps    raft.SnapshotStore
 	trans    *raft.NetworkTransport
 	lease    *readLease
+	leaders  leaderLog
+	metrics  *nodeMetrics
 	ml       *memberlist.Memberlist
 	gossip   *gossip
 	pilot    *pilot
@@ -70,7 +73,14 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "cluster"), machine: fsm.NewMachine(), stop: make(chan struct{}),
 		removed: map[string]bool{}, done: make(chan struct{})}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	n.metrics = newNodeMetrics(reg, n)
+	n.leaders.onLog = n.metrics.leaderChange.Inc
 	n.fsm = newMachineFSM(n.machine, cfg.Logger.With("component", "fsm"), cfg.DataDir)
+	n.fsm.metrics = n.metrics
 	if err := n.loadSkips(); err != nil {
 		return nil, err
 	}
@@ -88,6 +98,7 @@ func Open(cfg Config) (*Node, error) {
 	n.start(n.joinLoop)
 	n.start(n.leaderLoop)
 	n.start(n.removalWatch)
+	n.start(n.watchLeaders)
 	n.log.Info("node started", "node_id", cfg.NodeID, "raft_addr", n.RaftAddr(), "gossip_addr", n.GossipAddr(),
 		"bootstrap_expect", cfg.BootstrapExpect, "data_dir", cfg.DataDir)
 	return n, nil
@@ -171,7 +182,7 @@ func (n *Node) openRaft() error {
 	n.lease.raft = n.raft
 	n.reads = &readIndex{raft: n.raft, lease: n.lease}
 	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, reads: n.reads,
-		leading: n.established,
+		leading: n.established, batchSize: n.metrics.batchSize,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
 	return nil
 }

@@ -29,6 +29,8 @@ func (n *Node) Status() Status {
 	s.LastContactMs = lastContactMs(stats)
 	s.GroupCommit = n.group.stats()
 	s.Reads = n.reads.stats()
+	s.CommandsApplied = n.fsm.commands.Load()
+	s.LeaderChanges = n.leaders.list()
 	if h := n.pilot.health(); h != nil && s.State == raft.Leader.String() {
 		s.Autopilot = &AutopilotStatus{Healthy: h.Healthy, FailureTolerance: h.FailureTolerance, Servers: map[string]bool{}}
 		for id, srv := range h.Servers {

@@ -37,6 +37,12 @@ type Status struct {
 	// Reads counts this node's linearizable reads by how leadership was
 	// confirmed: under its lease, or by a quorum round.
 	Reads ReadStats `json:"reads"`
+	// CommandsApplied counts the commands this node's state machine
+	// applied since the process started (every node applies them all).
+	CommandsApplied uint64 `json:"commands_applied"`
+	// LeaderChanges are the latest changes of leader this node saw since
+	// it started, oldest first.
+	LeaderChanges []LeaderChange `json:"leader_changes"`
 	// Autopilot is the leader's view of server health (leader only).
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
 }
@@ -73,4 +79,12 @@ type GroupCommitStats struct {
 type ReadStats struct {
 	Lease        uint64 `json:"lease"`
 	QuorumRounds uint64 `json:"quorum_rounds"`
+}
+
+// LeaderChange is a change of leader this node observed: the new leader
+// ("" while there is none) and the term it was seen in.
+type LeaderChange struct {
+	AtUnixMs int64  `json:"at_unix_ms"`
+	Term     uint64 `json:"term"`
+	LeaderID string `json:"leader_id"`
 }

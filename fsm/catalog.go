@@ -30,7 +30,7 @@ const (
 // RecordCatalog is the record kind of a catalog.
 const RecordCatalog byte = 2
 
-var catalogTree = newTree("catalogs") // name -> *Catalog
+var catalogTree = newCountedTree("catalogs", "catalog") // name -> *Catalog
 
 func init() {
 	registerCommand(CmdCreateCatalog, applyCreateCatalog)

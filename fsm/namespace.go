@@ -73,7 +73,7 @@ func schemaNamespace(s *Schema) *Namespace {
 // nestedLevel is the first path length stored in the nested tree.
 const nestedLevel = 3
 
-var nestedTree = newTree("namespaces")
+var nestedTree = newCountedTree("namespaces", "namespace")
 
 // RecordNamespace is the record kind of a namespace below a schema.
 const RecordNamespace byte = 6

@@ -67,9 +67,9 @@ const (
 const RecordRecipient byte = 8
 
 var (
-	recipientTree   = newTree("recipients")                  // lower-cased name -> *Recipient
-	bearerTree      = newTree("recipient bearer hashes")     // bearer hash -> recipient key (string)
-	activationTree  = newTree("recipient activation hashes") // activation hash -> recipient key (string)
+	recipientTree   = newCountedTree("recipients", "recipient") // lower-cased name -> *Recipient
+	bearerTree      = newTree("recipient bearer hashes")        // bearer hash -> recipient key (string)
+	activationTree  = newTree("recipient activation hashes")    // activation hash -> recipient key (string)
 	recipientHashes = [...]struct {
 		tree treeID
 		hash func(*RecipientToken) string

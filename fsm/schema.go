@@ -31,7 +31,7 @@ const (
 // RecordSchema is the record kind of a schema.
 const RecordSchema byte = 3
 
-var schemaTree = newTree("schemas") // catalog\x00schema -> *Schema
+var schemaTree = newCountedTree("schemas", "schema") // catalog\x00schema -> *Schema
 
 func init() {
 	registerCommand(CmdCreateSchema, applyCreateSchema)

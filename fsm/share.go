@@ -84,7 +84,7 @@ const (
 // RecordShare is the record kind of a share.
 const RecordShare byte = 7
 
-var shareTree = newTree("shares") // lower-cased name -> *Share
+var shareTree = newCountedTree("shares", "share") // lower-cased name -> *Share
 
 func init() {
 	registerCommand(CmdCreateShare, applyCreateShare)

@@ -21,7 +21,7 @@ const CmdCreateStagingTable CommandType = 8
 // RecordStaging is the record kind of a staging table.
 const RecordStaging byte = 5
 
-var stagingTree = newTree("staging") // id -> *StagingTable
+var stagingTree = newCountedTree("staging", "staging_table") // id -> *StagingTable
 
 func init() {
 	registerCommand(CmdCreateStagingTable, applyCreateStagingTable)

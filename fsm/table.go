@@ -123,7 +123,7 @@ const (
 // RecordTable is the record kind of a table.
 const RecordTable byte = 4
 
-var tableTree = newTree("tables") // namespace path\x00name -> *Table
+var tableTree = newCountedTree("tables", "table") // namespace path\x00name -> *Table
 
 func init() {
 	registerCommand(CmdCreateTable, applyCreateTable)

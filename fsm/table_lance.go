@@ -44,7 +44,7 @@ type LanceVersion struct {
 // RecordLanceVersion is the record kind of a Lance table version.
 const RecordLanceVersion byte = 10
 
-var lanceVersionTree = newTree("lance versions") // table uuid\x00version (8 bytes BE) -> *LanceVersion
+var lanceVersionTree = newCountedTree("lance versions", "lance_version") // table uuid\x00version (8 bytes BE) -> *LanceVersion
 
 func init() {
 	registerRecord(RecordLanceVersion, treeRecord(lanceVersionTree, nil, func(b *Builder, v *LanceVersion) {

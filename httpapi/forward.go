@@ -94,18 +94,22 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 		if lerr == nil {
 			sent, ferr := p.relaySend(c, addr, body)
 			if ferr == nil {
+				p.s.metrics.forwarded.WithLabelValues("answered").Inc()
 				return false, nil
 			}
 			if sent { // the leader may have acted on it: the outcome is unknown
+				p.s.metrics.forwarded.WithLabelValues("unknown_outcome").Inc()
 				return false, fmt.Errorf("%w: forwarding to the leader at %s failed after sending: %v", clusterapi.ErrUnknownOutcome, addr, ferr)
 			}
 			lerr = fmt.Errorf("%w: %v", errLeaderUnreachable, ferr)
 		}
 		if time.Now().After(deadline) {
+			p.s.metrics.forwarded.WithLabelValues("no_leader").Inc()
 			return false, lerr
 		}
 		select {
 		case <-c.Request().Context().Done():
+			p.s.metrics.forwarded.WithLabelValues("canceled").Inc()
 			return false, c.Request().Context().Err()
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -175,7 +179,7 @@ func (p *leaderProxy) answer(c echo.Context, resp *http.Response) {
 	_, err := io.CopyBuffer(c.Response(), resp.Body, *buf)
 	copyBuffers.Put(buf)
 	if err != nil {
-		p.s.log.Warn("copying the leader's answer failed", "path", c.Request().URL.Path, "err", err)
+		p.s.log.WarnContext(c.Request().Context(), "copying the leader's answer failed", "path", c.Request().URL.Path, "err", err)
 	}
 }
 

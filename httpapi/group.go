@@ -15,6 +15,8 @@ import (
 // follower forwards it. A group with an empty prefix owns every path no
 // other group claims.
 type Group struct {
+	// Name is the protocol's name in metrics (the protocol label).
+	Name string
 	// Prefix is the path every route of the group starts with, without a
 	// trailing slash ("" for root-level endpoints).
 	Prefix string

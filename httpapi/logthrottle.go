@@ -27,10 +27,10 @@ const maxSubjects = 4096
 func (s *Server) logFailure(c echo.Context, p Problem, err error) {
 	args := []any{"method", c.Request().Method, "path", c.Request().URL.Path, "err", err}
 	if p.Code == 0 {
-		s.log.Error("request failed", args...)
+		s.log.ErrorContext(c.Request().Context(), "request failed", args...)
 		return
 	}
-	s.failLog.Error("request failed", append(args, "code", p.Code.String())...)
+	s.failLog.ErrorContext(c.Request().Context(), "request failed", append(args, "code", p.Code.String())...)
 }
 
 // Throttled returns a logger that writes a record at most once per

@@ -21,13 +21,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	gojson "github.com/goccy/go-json"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/relay"
 )
 
@@ -50,6 +53,8 @@ type Config struct {
 	MaxBodyBytes int64         // requests above this are refused with 413 (0: 8 MiB)
 	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
 	Logger       *slog.Logger
+	// Metrics is where the server registers its metrics (nil: nowhere).
+	Metrics prometheus.Registerer
 
 	// ReadTimeout bounds reading one request, headers and body (0: 60s):
 	// a client that announces more than it sends is cut off then. Backup
@@ -105,6 +110,11 @@ type Server struct {
 	groups  []Group       // registered with Mount, longest prefix first
 
 	txPlanners map[string]TxPlanner // by operation kind (AddTxPlanner)
+
+	metrics    *httpMetrics
+	observers  []func(RequestInfo) // see ObserveRequests
+	routesOnce sync.Once
+	routeSet   map[string]bool // route templates, for the route label
 }
 
 // New builds the Echo application; it serves no route until protocols
@@ -119,14 +129,19 @@ func New(c DataPath, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: cfg.Logger.With("component", "http")}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	log := slog.New(logging.WithRequestIDs(cfg.Logger.Handler()))
+	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: log.With("component", "http")}
 	s.failLog = Throttled(s.log, FailureLogInterval, "code", "path")
 	s.proxy = newLeaderProxy(s)
 	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20, FrameTimeout: cfg.FrameTimeout}
+	s.metrics = newHTTPMetrics(cfg.Metrics, s.relay.Stats)
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
-	s.e.Use(middleware.Recover(), s.requestLog(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
+	s.e.Use(requestID, s.requestLog(), s.observe, middleware.Recover(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
 	return s
 }
 

@@ -9,11 +9,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/relay"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -32,6 +36,8 @@ type Config struct {
 	BootstrapExpect  int
 	StorageRoot      string
 	LogLevel         string
+	LogFormat        string
+	MetricsAddr      string
 	MaxBodyBytes     int64
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
@@ -76,6 +82,8 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster; every node gets the same value")
 	fs.StringVar(&c.StorageRoot, "storage-root", "", "managed storage root of a new cluster (default: file://<absolute data dir>/warehouse)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log line format: text (key=value) or json (one object per line); lines about a request carry its request_id")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address only, e.g. 127.0.0.1:9090, instead of on the HTTP listener (default: on --http-addr)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted; larger ones get 413")
 	fs.DurationVar(&c.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "time without leader contact before a follower starts an election")
 	fs.DurationVar(&c.ElectionTimeout, "raft-election-timeout", time.Second, "time a candidate waits for votes")
@@ -192,6 +200,14 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if !slices.Contains(logging.Formats, c.LogFormat) {
+		errs = append(errs, fmt.Errorf("--log-format %q: want %s", c.LogFormat, strings.Join(logging.Formats, " or ")))
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-addr %q: want host:port: %v", c.MetricsAddr, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -217,13 +233,13 @@ func (c *Config) joinAddrs() []string {
 	return out
 }
 
-func (c *Config) clusterConfig(log *slog.Logger) cluster.Config {
+func (c *Config) clusterConfig(log *slog.Logger, reg prometheus.Registerer) cluster.Config {
 	return cluster.Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftBind: c.RaftAddr, RaftAdvertise: c.RaftAdvertise,
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
 		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
-		MinQuorum: c.MinQuorum, Logger: log}
+		MinQuorum: c.MinQuorum, Logger: log, Metrics: reg}
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/admin"
@@ -25,6 +27,8 @@ import (
 	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
+	"github.com/raftcat/raftcat/internal/logging"
+	"github.com/raftcat/raftcat/internal/metrics"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -142,8 +146,10 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	level, _ := parseLevel(cfg.LogLevel)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("node", cfg.NodeID)
-	if err := runNode(cfg, log); err != nil {
+	recent := logging.NewRecent(0)
+	log, _ := logging.New(stderr, cfg.LogFormat, level, recent)
+	log = log.With("node", cfg.NodeID)
+	if err := runNode(cfg, log, recent); err != nil {
 		if errors.Is(err, errHaltedLogged) {
 			return exitHalted
 		}
@@ -159,21 +165,33 @@ func serve(args []string, stderr io.Writer) int {
 
 // runNode serves until SIGINT or SIGTERM, then shuts down gracefully:
 // stop accepting, finish in-flight requests, close raft.
-func runNode(cfg Config, log *slog.Logger) error {
+func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
 	}
-	node, err := cluster.Open(cfg.clusterConfig(log))
+	reg := prometheus.NewRegistry()
+	metricsHandler := metrics.Handler(reg, cluster.Version)
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, metricsHandler, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
+		metricsHandler = nil
+	}
+	node, err := cluster.Open(cfg.clusterConfig(log, reg))
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	objects := storage.NewBlobs(cfg.Objects)
-	defer objects.Close()
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir,
+	blobs := storage.NewBlobs(cfg.Objects)
+	defer blobs.Close()
+	objects := storage.Instrumented(blobs, reg)
+	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir, Metrics: reg,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
-	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof},
+	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof, Metrics: metricsHandler},
 		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},
 		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials},
 		Sharing: sharing.Config{Objects: objects, Endpoint: cfg.SharingEndpoint, URLTTL: cfg.SharingURLTTL,
@@ -222,6 +240,25 @@ func runNode(cfg Config, log *slog.Logger) error {
 		return nerr
 	}
 	return err
+}
+
+// serveMetrics serves GET /metrics alone on addr (--metrics-addr); the
+// returned function stops it.
+func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener failed", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "metrics_addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }
 
 // errHaltedLogged ends a node that halted while running; the halt was

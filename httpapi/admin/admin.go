@@ -37,6 +37,9 @@ type Operations interface {
 // Config configures the admin endpoints.
 type Config struct {
 	Pprof bool // serve net/http/pprof under /debug/pprof/
+	// Metrics, if set, serves GET /metrics (Prometheus text format) on
+	// the node's HTTP listener.
+	Metrics http.Handler
 }
 
 const restorePath = "/v1/cluster/restore"
@@ -54,10 +57,13 @@ type Server struct {
 // it one by one, in plain HTTP exchanges (a snapshot download streams).
 func Register(core *httpapi.Server, ops Operations, cfg Config) *Server {
 	s := &Server{core: core, cluster: core.Node(), ops: ops, log: core.Logger()}
-	e := core.Mount(httpapi.Group{Prefix: "", Errors: errorMapping{}, Streaming: []string{restorePath}})
+	e := core.Mount(httpapi.Group{Name: "admin", Prefix: "", Errors: errorMapping{}, Streaming: []string{restorePath}})
 	s.routes(e)
 	if cfg.Pprof {
 		registerPprof(e)
+	}
+	if cfg.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(cfg.Metrics))
 	}
 	return s
 }

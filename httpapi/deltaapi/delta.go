@@ -65,7 +65,7 @@ type Server struct {
 // leader (stale reads excepted).
 func Register(core *httpapi.Server, cfg Config) *Server {
 	s := &Server{core: core, cfg: cfg, log: httpapi.Throttled(core.Logger(), httpapi.FailureLogInterval, "table")}
-	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
+	g := core.Mount(httpapi.Group{Name: "delta", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	g.GET("/config", s.deltaConfig)
 	g.POST("/catalogs/:catalog/schemas/:schema/staging-tables", httpapi.Write(core, buildStagingTable, nil, s.stagingAnswer))
 	g.GET("/staging-tables/:id/credentials", s.stagingCredentials)
@@ -319,7 +319,7 @@ func (s *Server) decidePurgedReplay(c echo.Context, st *fsm.State, cmd *fsm.Upda
 		storage.Join(t.Location, "_delta_log/_staged_commits/"+cmd.AddCommit.Commit.FileName))
 	switch {
 	case err != nil:
-		s.log.Warn("cannot compare commit files for a purged version", "table", t.FullName(), "version", v, "err", err)
+		s.log.WarnContext(c.Request().Context(), "cannot compare commit files for a purged version", "table", t.FullName(), "version", v, "err", err)
 		cmd.AddCommit.PurgedReplay = fsm.ReplayUnknown
 	case same:
 		cmd.AddCommit.PurgedReplay = fsm.ReplayIdentical

@@ -113,7 +113,7 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 		cfg.CacheBytes = 64 << 20
 	}
 	s := &Server{core: core, cfg: cfg, cache: newMetadataCache(cfg.CacheBytes), log: core.Logger().With("protocol", "iceberg")}
-	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
+	g := core.Mount(httpapi.Group{Name: "iceberg", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	g.GET("/v1/config", s.getConfig)
 	for _, rt := range allRoutes() {
 		g.Add(rt.method, catalogPath+rt.path, rt.handler(s))

@@ -85,13 +85,14 @@ func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metad
 }
 
 // removeFile deletes a metadata file no pointer will name (best effort).
-func (s *Server) removeFile(loc string) {
+func (s *Server) removeFile(reqCtx context.Context, loc string) {
 	s.cache.drop(loc)
 	if s.cfg.Objects == nil {
 		return
 	}
-	if err := s.cfg.Objects.Delete(context.Background(), loc); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		s.log.Warn("could not delete an unreferenced metadata file", "location", loc, "err", err)
+	ctx := context.WithoutCancel(reqCtx)
+	if err := s.cfg.Objects.Delete(ctx, loc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		s.log.WarnContext(ctx, "could not delete an unreferenced metadata file", "location", loc, "err", err)
 	}
 }
 

@@ -192,23 +192,23 @@ const purgeKey = "iceberg.purge"
 // table's location (best effort: failures are logged).
 func (s *Server) dropped(c echo.Context, res fsm.Result) error {
 	if purge, _ := c.Get(purgeKey).(bool); purge && s.cfg.Objects != nil {
-		s.purge(res.Table.Location)
+		s.purge(c.Request().Context(), res.Table.Location)
 	}
 	return noContent(c)
 }
 
-func (s *Server) purge(loc string) {
-	ctx, cancel := context.WithTimeout(context.Background(), purgeTimeout)
+func (s *Server) purge(reqCtx context.Context, loc string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), purgeTimeout)
 	defer cancel()
 	objs, err := s.cfg.Objects.List(ctx, strings.TrimRight(loc, "/")+"/")
 	if err != nil {
-		s.log.Warn("purge: could not list the dropped table's files", "location", loc, "err", err)
+		s.log.WarnContext(ctx, "purge: could not list the dropped table's files", "location", loc, "err", err)
 		return
 	}
 	for _, o := range objs {
 		s.cache.drop(o.Location)
 		if err := s.cfg.Objects.Delete(ctx, o.Location); err != nil {
-			s.log.Warn("purge: could not delete a dropped table's file", "location", o.Location, "err", err)
+			s.log.WarnContext(ctx, "purge: could not delete a dropped table's file", "location", o.Location, "err", err)
 		}
 	}
 }

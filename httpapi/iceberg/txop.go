@@ -47,7 +47,7 @@ func (s *Server) planTxOp(p *httpapi.Plan, raw json.RawMessage) (httpapi.OpRende
 	if err != nil {
 		return nil, err
 	}
-	p.OnAbort(func() { s.removeFile(f.location) })
+	p.OnAbort(func() { s.removeFile(p.Request().Context(), f.location) })
 	e, err := mirror(ch, f)
 	if err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ func (s *Server) settle(c echo.Context, err error) error {
 		return fsm.Errf(fsm.CodeCommitStateUnknown, "The commit's outcome is unknown (%v); reload the table before retrying.", err)
 	}
 	for _, f := range files {
-		s.removeFile(f)
+		s.removeFile(c.Request().Context(), f)
 	}
 	return err
 }

@@ -77,7 +77,7 @@ type Server struct {
 // of transactions across formats. Every request goes to the leader.
 func Register(core *httpapi.Server, cfg Config) *Server {
 	s := &Server{core: core, cfg: cfg, log: core.Logger().With("protocol", "lance")}
-	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
+	g := core.Mount(httpapi.Group{Name: "lance", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	for _, rt := range routes {
 		g.Add(rt.method, rt.path, rt.handler(s))
 	}

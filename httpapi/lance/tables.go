@@ -310,7 +310,7 @@ func (s *Server) planDrop(p *httpapi.Plan, id []string, delim string, purge bool
 		return nil, err
 	}
 	if purge {
-		p.OnCommit(func() { s.purge(tb) })
+		p.OnCommit(func() { s.purge(p.Request().Context(), tb) })
 	}
 	return func(*fsm.Result) any {
 		return map[string]any{"id": id, "location": tb.Location, "properties": httpapi.NonNil(tb.Properties)}

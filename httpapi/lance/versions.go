@@ -173,7 +173,7 @@ func (s *Server) planVersion(p *httpapi.Plan, id []string, delim string, b *vers
 	if err != nil {
 		return nil, err
 	}
-	p.OnCommit(func() { s.removeObject(store, staging) })
+	p.OnCommit(func() { s.removeObject(p.Request().Context(), store, staging) })
 	return func(res *fsm.Result) any {
 		if res == nil || res.Lance == nil {
 			res = &planned
@@ -201,7 +201,7 @@ func (s *Server) finalize(p *httpapi.Plan, store ObjectStore, staging, final str
 	}
 	switch err := store.Write(ctx, final, data); {
 	case err == nil:
-		p.OnAbort(func() { s.removeObject(store, final) })
+		p.OnAbort(func() { s.removeObject(p.Request().Context(), store, final) })
 	case errors.Is(err, storage.ErrExists):
 		if prev, rerr := store.Read(ctx, final); rerr != nil || !bytes.Equal(prev, data) {
 			return nil, lanceError(codeConcurrentChange, "The final manifest %s already exists", storeRelative(final))
@@ -216,32 +216,33 @@ func (s *Server) finalize(p *httpapi.Plan, store ObjectStore, staging, final str
 	return &fsm.LanceVersion{ManifestPath: final, ManifestSize: int64(len(data)), ETag: info.ETag, Source: staging}, nil
 }
 
-// removeObject deletes an object, best effort.
-func (s *Server) removeObject(store ObjectStore, loc string) {
-	ctx, cancel := context.WithTimeout(context.Background(), objectTimeout)
+// removeObject deletes an object, best effort; a failure is logged
+// with the request (reqCtx) that asked for it.
+func (s *Server) removeObject(reqCtx context.Context, store ObjectStore, loc string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), objectTimeout)
 	defer cancel()
 	if err := store.Delete(ctx, loc); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		s.log.Warn("could not remove a manifest", "location", loc, "err", err)
+		s.log.WarnContext(ctx, "could not remove a manifest", "location", loc, "err", err)
 	}
 }
 
 // purge deletes a dropped table's files, best effort.
-func (s *Server) purge(tb *fsm.Table) {
+func (s *Server) purge(reqCtx context.Context, tb *fsm.Table) {
 	store, err := s.objects()
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*objectTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), 5*objectTimeout)
 	defer cancel()
 	objs, err := store.List(ctx, strings.TrimRight(tb.Location, "/")+"/")
 	if err != nil {
-		s.log.Warn("could not list a dropped table's files", "table", tb.FullName(), "err", err)
+		s.log.WarnContext(ctx, "could not list a dropped table's files", "table", tb.FullName(), "err", err)
 		return
 	}
 	for _, o := range objs {
-		s.removeObject(store, o.Location)
+		s.removeObject(ctx, store, o.Location)
 	}
-	s.log.Info("deleted a dropped table's files", "table", tb.FullName(), "location", tb.Location, "files", len(objs))
+	s.log.InfoContext(ctx, "deleted a dropped table's files", "table", tb.FullName(), "location", tb.Location, "files", len(objs))
 }
 
 func (s *Server) listVersions(c echo.Context) error {

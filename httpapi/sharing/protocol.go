@@ -24,7 +24,7 @@ const (
 // to the leader and authenticate the bearer token there; the file route
 // is served by the node it reaches.
 func (s *Server) mountProtocol() {
-	g := s.core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, Relay: true})
+	g := s.core.Mount(httpapi.Group{Name: "sharing", Prefix: Prefix, Errors: errorMapping{}, Relay: true})
 	api := func(method, path string, h echo.HandlerFunc) {
 		g.Add(method, path, h, linearizable, s.core.ToLeader, s.authenticate)
 	}

@@ -1,6 +1,7 @@
 package sharing
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -168,7 +169,7 @@ func (s *Server) snapshotQuery(c echo.Context, tr *tableRequest, req *queryReque
 	if err != nil {
 		return err
 	}
-	files := s.selectFiles(snap, req)
+	files := s.selectFiles(c.Request().Context(), snap, req)
 	end := pageEnd(offset, len(files), req.MaxFiles)
 	travel := req.Version != nil || req.Timestamp != nil
 	sign := s.signer(c, tr)
@@ -244,12 +245,12 @@ func pageEnd(offset, n int, maxFiles *flexInt) int {
 
 // selectFiles applies the hints: a JSON predicate skips files that
 // cannot match; without one, limitHint stops once enough rows are in.
-func (s *Server) selectFiles(snap *deltalog.Snapshot, req *queryRequest) []deltalog.AddFile {
+func (s *Server) selectFiles(ctx context.Context, snap *deltalog.Snapshot, req *queryRequest) []deltalog.AddFile {
 	files := snap.Files
 	if req.JSONPredicateHints != nil && *req.JSONPredicateHints != "" {
 		keep, skipped := compileHint(*req.JSONPredicateHints, hintColumns(&snap.Metadata))
 		if keep == nil {
-			s.log.Debug("jsonPredicateHints not used", "reason", skipped)
+			s.log.DebugContext(ctx, "jsonPredicateHints not used", "reason", skipped)
 			return files
 		}
 		return slices.DeleteFunc(slices.Clone(files), func(f deltalog.AddFile) bool {

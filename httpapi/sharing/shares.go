@@ -24,7 +24,7 @@ const (
 
 func (s *Server) mountManagement() {
 	mount := func(prefix string) *echo.Group {
-		return s.core.Mount(httpapi.Group{Prefix: prefix, Errors: ucrest.Errors(), ToLeader: true, Relay: true})
+		return s.core.Mount(httpapi.Group{Name: "sharing", Prefix: prefix, Errors: ucrest.Errors(), ToLeader: true, Relay: true})
 	}
 	sh := mount(sharesPrefix)
 	sh.POST("", httpapi.Write(s.core, buildCreateShare, nil, shareAnswer(false)))

@@ -107,7 +107,7 @@ func (s *Server) logError(c echo.Context, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	s.log.Error("reading a shared table's Delta log failed", "path", c.Request().URL.Path, "err", err)
+	s.log.ErrorContext(c.Request().Context(), "reading a shared table's Delta log failed", "path", c.Request().URL.Path, "err", err)
 	return &httpapi.KindError{Status: http.StatusInternalServerError, Kind: codeInternal, Message: "The shared table could not be read."}
 }
 

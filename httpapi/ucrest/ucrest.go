@@ -30,7 +30,7 @@ type server struct{ core *httpapi.Server }
 // (stale reads excepted).
 func Register(core *httpapi.Server) {
 	s := &server{core: core}
-	g := core.Mount(httpapi.Group{Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
+	g := core.Mount(httpapi.Group{Name: "ucrest", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
 	g.GET("/metastore_summary", s.metastoreSummary)
 	g.POST("/catalogs", httpapi.Write(core, buildCreateCatalog, nil, catalogAnswer))
 	g.GET("/catalogs", s.listCatalogs)

@@ -7,7 +7,6 @@ package testcluster
 import (
 	"context"
 	"fmt"
-	"github.com/labstack/echo/v4"
 	"io"
 	"log/slog"
 	"net"
@@ -16,13 +15,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
+	"github.com/raftcat/raftcat/internal/metrics"
 	"github.com/raftcat/raftcat/storage"
 )
 
@@ -71,6 +75,8 @@ type Options struct {
 	// Objects configures the nodes' own access to table storage (an S3
 	// endpoint, say).
 	Objects storage.BlobOptions
+	// Logger, if set, gives each node its logger (by node id).
+	Logger func(id string) *slog.Logger
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -125,6 +131,9 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 		ElectionTimeout: opts.Heartbeat, SnapshotThreshold: opts.SnapshotThreshold, SnapshotInterval: opts.SnapshotInterval,
 		TrailingLogs: opts.TrailingLogs, DeadServerThreshold: opts.DeadServerThreshold, MinQuorum: opts.MinQuorum,
 		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose)}
+	if opts.Logger != nil {
+		nd.cfg.Logger = opts.Logger(id)
+	}
 	if err := nd.start(); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
@@ -146,6 +155,8 @@ func (nd *Node) start() error {
 	nd.http = ln.Addr().String()
 	nd.URL = "http://" + nd.http
 	nd.cfg.HTTPAdvertise = nd.http
+	reg := prometheus.NewRegistry()
+	nd.cfg.Metrics = reg
 	node, err := cluster.Open(nd.cfg)
 	if err != nil {
 		ln.Close()
@@ -156,11 +167,13 @@ func (nd *Node) start() error {
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.objects = storage.NewBlobs(nd.blobOptions)
-	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir})
-	protocols.Mount(nd.api, node, protocols.Config{Delta: deltaapi.Config{Credentials: nd.creds, Objects: nd.objects},
-		Iceberg: iceberg.Config{Objects: nd.icebergStore(), Credentials: nd.creds},
-		Sharing: sharing.Config{Objects: nd.objects, URLTTL: nd.sharingURLTTL},
-		Lance:   lance.Config{Objects: nd.objects}})
+	objects := storage.Instrumented(nd.objects, reg)
+	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg})
+	protocols.Mount(nd.api, node, protocols.Config{Admin: admin.Config{Metrics: metrics.Handler(reg, cluster.Version)},
+		Delta:   deltaapi.Config{Credentials: nd.creds, Objects: objects},
+		Iceberg: iceberg.Config{Objects: nd.icebergStore(objects), Credentials: nd.creds},
+		Sharing: sharing.Config{Objects: objects, URLTTL: nd.sharingURLTTL},
+		Lance:   lance.Config{Objects: objects}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
@@ -168,11 +181,11 @@ func (nd *Node) start() error {
 }
 
 // icebergStore is the object store the node's Iceberg catalog uses.
-func (nd *Node) icebergStore() iceberg.ObjectStore {
+func (nd *Node) icebergStore(objects storage.ObjectStore) iceberg.ObjectStore {
 	if nd.icebergObjects != nil {
-		return nd.icebergObjects(nd.objects)
+		return nd.icebergObjects(objects)
 	}
-	return nd.objects
+	return objects
 }
 
 // Stop shuts the node down (HTTP, then raft and gossip). Idempotent.

@@ -1,0 +1,197 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftcat/raftcat/fsm"
+)
+
+// nodeMetrics are the node's metrics besides raft's own (which raft
+// reports through go-metrics): histograms observed as things happen, and
+// a collector that reads the rest off the node when scraped.
+type nodeMetrics struct {
+	batchSize    prometheus.Observer
+	snapDuration *prometheus.HistogramVec // by op: persist, restore
+	snapSize     *prometheus.HistogramVec
+	snapFailures *prometheus.CounterVec
+	leaderChange prometheus.Counter
+}
+
+func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
+	batch := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftcat_group_commit_batch_size",
+		Help: "Commands per group-commit batch: one log write and one AppendEntries per follower.", Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
+	m := &nodeMetrics{batchSize: batch,
+		snapDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftcat_snapshot_duration_seconds",
+			Help: "Time to persist a raft snapshot of the state, or to restore one.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"op"}),
+		snapSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftcat_snapshot_size_bytes",
+			Help: "Size of the snapshots persisted or restored.", Buckets: prometheus.ExponentialBuckets(1024, 4, 12)}, []string{"op"}),
+		snapFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_snapshot_failures_total",
+			Help: "Snapshots that could not be persisted or restored."}, []string{"op"}),
+		leaderChange: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_raft_leader_changes_total",
+			Help: "Changes of leader this node observed (including to no leader)."}),
+	}
+	for _, op := range []string{snapPersist, snapRestore} {
+		m.snapFailures.WithLabelValues(op)
+	}
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, &statusCollector{n: n})
+	return m
+}
+
+// Snapshot operations, the op label.
+const (
+	snapPersist = "persist"
+	snapRestore = "restore"
+)
+
+// snapshotDone records one persisted or restored snapshot.
+func (m *nodeMetrics) snapshotDone(op string, start time.Time, size int64, err error) {
+	if err != nil {
+		m.snapFailures.WithLabelValues(op).Inc()
+		return
+	}
+	m.snapDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	m.snapSize.WithLabelValues(op).Observe(float64(size))
+}
+
+// statusCollector reads the node's raft, membership, group-commit, read
+// and state-machine figures when scraped.
+type statusCollector struct {
+	n      *Node
+	counts objectCounts
+}
+
+var (
+	descTerm         = desc("raftcat_raft_term", "The raft term this node is in.")
+	descCommitIndex  = desc("raftcat_raft_commit_index", "The highest log index this node knows to be committed.")
+	descAppliedIndex = desc("raftcat_raft_applied_index", "The highest log index this node's state reflects.")
+	descLastIndex    = desc("raftcat_raft_last_log_index", "The last index in this node's raft log.")
+	descSnapIndex    = desc("raftcat_raft_last_snapshot_index", "The index of this node's newest raft snapshot.")
+	descApplyLag     = desc("raftcat_raft_apply_lag_entries", "Committed entries this node has not applied yet.")
+	descState        = desc("raftcat_raft_state", "1 for the raft state this node is in.", "state")
+	descHasLeader    = desc("raftcat_raft_has_leader", "1 if this node knows a leader.")
+	descLastContact  = desc("raftcat_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).")
+	descVoters       = desc("raftcat_cluster_voters", "Voters in the raft configuration.")
+	descGossip       = desc("raftcat_cluster_gossip_members", "Nodes gossip knows, by status.", "status")
+	descHealthy      = desc("raftcat_autopilot_healthy", "1 if autopilot finds every voter healthy (reported by the leader only).")
+	descTolerance    = desc("raftcat_autopilot_failure_tolerance", "Voters that may fail without losing the quorum (reported by the leader only).")
+	descFollowerLag  = desc("raftcat_raft_follower_lag_entries", "Entries of the leader's log a server has not stored yet (reported by the leader only).", "server")
+	descProposals    = desc("raftcat_group_commit_proposals_total", "Commands proposed through this node's group commit.")
+	descBatches      = desc("raftcat_group_commit_batches_total", "Group-commit batches sent to raft.")
+	descNoLog        = desc("raftcat_group_commit_answered_without_log_total", "Proposals answered from the applied state without a log entry (a version already taken, a replay).")
+	descReads        = desc("raftcat_linearizable_reads_total", "Linearizable reads, by how leadership was confirmed: under the read lease, or by a quorum round.", "via")
+	descCommands     = desc("raftcat_fsm_commands_applied_total", "Commands this node's state machine applied.")
+	descRestores     = desc("raftcat_snapshot_restores_total", "Snapshots this node restored (installed from the leader, or a backup).")
+	descHalted       = desc("raftcat_fsm_halted", "1 if this node halted on a log entry it cannot apply.")
+	descObjects      = desc("raftcat_fsm_objects", "Objects in the catalog's state, by kind.", "kind")
+	descTables       = desc("raftcat_fsm_tables", "Tables in the catalog's state, by format.", "format")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// Describe sends nothing: the collector is unchecked, as the series it
+// reports depend on the node's role.
+func (c *statusCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.n.Status()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(descTerm, float64(s.Term))
+	gauge(descCommitIndex, float64(s.CommitIndex))
+	gauge(descAppliedIndex, float64(s.AppliedIndex))
+	gauge(descLastIndex, float64(s.LastIndex))
+	gauge(descSnapIndex, float64(s.LastSnapshotIndex))
+	gauge(descApplyLag, float64(s.CommitIndex-min(s.CommitIndex, s.AppliedIndex)))
+	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+		gauge(descState, boolValue(s.State == st.String()), st.String())
+	}
+	gauge(descHasLeader, boolValue(s.LeaderID != ""))
+	gauge(descLastContact, max(0, float64(s.LastContactMs))/1000)
+	voters := 0
+	for _, m := range s.Members {
+		voters += int(boolValue(m.Voter))
+	}
+	gauge(descVoters, float64(voters))
+	gossip := map[string]int{StatusAlive: 0, StatusSuspect: 0, StatusFailed: 0, StatusLeft: 0}
+	for _, g := range s.Gossip {
+		gossip[g.Status]++
+	}
+	for st, k := range gossip {
+		gauge(descGossip, float64(k), st)
+	}
+	c.collectLeader(ch, s.LastIndex)
+	counter(descProposals, s.GroupCommit.Proposals)
+	counter(descBatches, s.GroupCommit.Batches)
+	counter(descNoLog, s.GroupCommit.AnsweredWithoutLog)
+	counter(descReads, s.Reads.Lease, "lease")
+	counter(descReads, s.Reads.QuorumRounds, "quorum")
+	counter(descCommands, s.CommandsApplied)
+	counter(descRestores, s.SnapshotRestores)
+	_, halted := c.n.fsm.Halted()
+	gauge(descHalted, boolValue(halted))
+	c.counts.collect(ch, c.n.State())
+}
+
+// collectLeader reports autopilot's view, which only the leader has.
+func (c *statusCollector) collectLeader(ch chan<- prometheus.Metric, lastIndex uint64) {
+	h := c.n.pilot.health()
+	if h == nil || !c.n.IsLeader() {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descHealthy, prometheus.GaugeValue, boolValue(h.Healthy))
+	ch <- prometheus.MustNewConstMetric(descTolerance, prometheus.GaugeValue, float64(h.FailureTolerance))
+	for id, srv := range h.Servers {
+		lag := float64(lastIndex - min(lastIndex, srv.Stats.LastIndex))
+		ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, lag, string(id))
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// objectCounts caches the object counts of one state: counting tables by
+// format walks them all, so in a large catalog it is done at most once
+// per countEvery, and only when the state changed.
+type objectCounts struct {
+	mu      sync.Mutex
+	of      *fsm.State
+	at      time.Time
+	objects map[string]int
+	tables  map[string]int
+}
+
+const (
+	countEvery   = 10 * time.Second
+	smallCatalog = 10_000 // tables: counted on every scrape
+)
+
+func (o *objectCounts) collect(ch chan<- prometheus.Metric, st *fsm.State) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.of != st {
+		objects := st.ObjectCounts()
+		if objects["table"] < smallCatalog || time.Since(o.at) >= countEvery {
+			o.of, o.at, o.objects, o.tables = st, time.Now(), objects, st.TablesByFormat()
+		}
+	}
+	for kind, n := range o.objects {
+		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), kind)
+	}
+	for format, n := range o.tables {
+		ch <- prometheus.MustNewConstMetric(descTables, prometheus.GaugeValue, float64(n), format)
+	}
+}
