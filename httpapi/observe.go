@@ -46,6 +46,13 @@ func (r RequestInfo) Write() bool {
 // the server serves.
 func (s *Server) ObserveRequests(f func(RequestInfo)) { s.observers = append(s.observers, f) }
 
+// AuthFailed counts a request its protocol refused for its credentials;
+// reason is one of a few fixed words (missing, invalid, expired).
+func (s *Server) AuthFailed(c echo.Context, reason string) {
+	g, _ := s.groupOf(c.Request().URL.Path)
+	s.metrics.authFailures.WithLabelValues(g.Name, reason).Inc()
+}
+
 // requestID gives every request its id (see HeaderRequestID), in its
 // headers, its answer and its context, which the server's log lines read.
 func requestID(next echo.HandlerFunc) echo.HandlerFunc {
@@ -83,6 +90,8 @@ type httpMetrics struct {
 	// outcome: answered, unknown_outcome (failed after sending),
 	// no_leader (none reachable in time), canceled (the client left).
 	forwarded *prometheus.CounterVec
+	// authFailures counts requests refused for their credentials.
+	authFailures *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *httpMetrics {
@@ -101,7 +110,9 @@ func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *h
 	for _, o := range []string{"answered", "unknown_outcome", "no_leader", "canceled"} {
 		m.forwarded.WithLabelValues(o)
 	}
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded,
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_auth_failures_total",
+		Help: "Requests refused for their credentials, by protocol and reason (missing, invalid, expired)."}, []string{"protocol", "reason"})
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.authFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raftcat_relay_connections",
 			Help: "Relay connections followers hold open to this node."}, func() float64 { return float64(relayStats().Connections) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "raftcat_relay_requests_total",

@@ -83,6 +83,10 @@ func TestMetricsUnderCommitLoad(t *testing.T) {
 		tables = append(tables, m)
 	}
 
+	a.do(http.MethodGet, "/no/such/"+tables[0].tbl, nil)
+	a.do(http.MethodGet, sharingPrefix+"/shares", nil)
+	a.do(http.MethodGet, sharingPrefix+"/shares", nil, "Authorization", "Bearer not-a-token")
+	a.do(http.MethodGet, deltaPrefix+"/no/such/"+tables[0].tbl, nil)
 	after := scrape(t, leader.URL)
 	route := map[string]string{"protocol": "delta", "method": "POST", "code": "200"}
 	for _, c := range []struct {
@@ -101,9 +105,19 @@ func TestMetricsUnderCommitLoad(t *testing.T) {
 			t.Errorf("%s%v moved by %v under 20 commits, want at least %v", c.name, c.labels, got, c.least)
 		}
 	}
-	if got := sum(scrape(t, follower.URL), "raftcat_forwarded_requests_total", map[string]string{"outcome": "answered"}); got < 20 {
+	for _, reason := range []string{"missing", "invalid"} {
+		if got := sum(after, "raftcat_auth_failures_total", map[string]string{"protocol": "sharing", "reason": reason}); got != 1 {
+			t.Errorf("raftcat_auth_failures_total{protocol=sharing,reason=%s} = %v, want 1", reason, got)
+		}
+	}
+	onFollower := scrape(t, follower.URL)
+	if got := sum(onFollower, "raftcat_forwarded_requests_total", map[string]string{"outcome": "answered"}); got < 20 {
 		t.Errorf("the follower forwarded %v requests, want at least 20", got)
 	}
+	if got := sum(onFollower, "raftcat_http_requests_total", map[string]string{"route": "unmatched", "code": "404"}); got < 2 {
+		t.Errorf("requests for unknown paths counted %v times under route=unmatched, want 2", got)
+	}
+	checkBoundedLabels(t, onFollower, tables[0].tbl, tables[0].uuid)
 	for _, name := range []string{"raftcat_raft_commitTime", "raftcat_raft_boltdb_storeLogs", "raftcat_raft_leader_dispatchLog",
 		"raftcat_build_info", "raftcat_raft_apply_lag_entries", "raftcat_raft_term", "raftcat_autopilot_failure_tolerance"} {
 		if after[name] == nil {

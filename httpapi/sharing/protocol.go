@@ -70,6 +70,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token, ok := bearer(c.Request())
 		if !ok {
+			s.core.AuthFailed(c, "missing")
 			return unauthenticated("Missing bearer token: send Authorization: Bearer <token> from your profile file.")
 		}
 		st, err := s.core.State(c)
@@ -78,9 +79,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		rec, tok, found := st.RecipientByBearer(HashSecret(token))
 		if !found || subtle.ConstantTimeCompare([]byte(tok.BearerHash), []byte(HashSecret(token))) != 1 {
+			s.core.AuthFailed(c, "invalid")
 			return unauthenticated("The bearer token is not valid.")
 		}
 		if tok.ExpiredAt(time.Now().UnixMilli()) {
+			s.core.AuthFailed(c, "expired")
 			return unauthenticated("The bearer token has expired; ask your data provider for a new profile.")
 		}
 		httpapi.SetCaller(c, rec.Name)
