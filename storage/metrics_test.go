@@ -59,4 +59,3 @@ func samples(t *testing.T, reg *prometheus.Registry, op, result string) int {
 	}
 	return 0
 }
-
