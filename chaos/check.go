@@ -18,6 +18,13 @@ type Result struct {
 	Violations          []string `json:"violations"`
 	// Transactions sums up the transactions across formats, if any.
 	Transactions *TxSummary `json:"transactions,omitempty"`
+	// Precheck is the pre-check's verdict, with the operations each
+	// violation it proved names (see precheck.go).
+	Precheck *Precheck `json:"precheck,omitempty"`
+	// DecidedBy says what decided linearizability: precheck (a violation
+	// proven, porcupine's search skipped) or porcupine ("" when undecided).
+	DecidedBy   string `json:"decided_by,omitempty"`
+	PorcupineMs int64  `json:"porcupine_ms,omitempty"` // how long porcupine's search took
 
 	info porcupine.LinearizationInfo // for the report's visualization
 }
@@ -25,47 +32,50 @@ type Result struct {
 // OK reports whether the history shows no violation at all.
 func (r Result) OK() bool { return r.Linearizable && len(r.Violations) == 0 }
 
-// Check checks a history: linearizability of every table's operations,
-// then the invariants against the final loads. A group written with
-// transactions across formats is one "table" for linearizability and is
-// checked against the final loads of its three tables by
-// checkTransactions.
+// Check checks a history. The pre-check first proves the violations a
+// table's version history shows by itself (stale reads, lost
+// acknowledged commits, versions bound to two files, reads of versions
+// whose commit had not begun), naming the operations; any such violation
+// decides the history is not linearizable, without porcupine's search,
+// whose time grows exponentially with the operations of unknown outcome
+// it must place. Otherwise porcupine decides linearizability of every
+// table's operations. A group written with transactions across formats
+// is one "table" for linearizability and is checked against the final
+// loads of its three tables by checkTransactions.
 func Check(ops []Op, timeout time.Duration) Result {
-	res := Result{Operations: len(ops), Violations: []string{}}
-	acked := map[string]map[int64]string{} // table -> version -> file
-	for _, op := range ops {
-		if op.Op != OpCommit || op.Outcome != OutcomeOK {
-			continue
+	res := Result{Operations: len(ops), Violations: []string{}, AcknowledgedCommits: acknowledged(ops)}
+	pre := precheck(ops)
+	res.Precheck = &pre
+	for _, v := range pre.Violations {
+		res.Violations = append(res.Violations, v.Message)
+		if v.Kind == KindLostCommit {
+			res.LostCommits++
 		}
-		if acked[op.Table] == nil {
-			acked[op.Table] = map[int64]string{}
-		}
-		if prev, ok := acked[op.Table][op.Version]; ok && prev != op.FileName {
-			res.Violations = append(res.Violations, fmt.Sprintf("table %s: version %d acknowledged with two files, %s and %s",
-				op.Table, op.Version, prev, op.FileName))
-		} else if !ok {
-			res.AcknowledgedCommits++
-		}
-		acked[op.Table][op.Version] = op.FileName
 	}
-	groups := transactionGroups(ops)
-	for g := range groups {
-		delete(acked, g) // checked by checkTransactions
-	}
-	res.LostCommits, res.Violations = checkFinal(ops, acked, res.Violations)
-	if len(groups) > 0 {
+	res.Violations = append(res.Violations, missingFinals(ops)...)
+	if len(transactionGroups(ops)) > 0 {
 		var lost int
 		lost, res.Violations, res.Transactions = checkTransactions(ops, res.Violations)
 		res.LostCommits += lost
 	}
+	if len(pre.Violations) > 0 {
+		res.LinearizabilityOK, res.DecidedBy = "illegal", "precheck"
+		return res
+	}
+	return linearize(res, ops, timeout)
+}
 
+// linearize has porcupine search a linearization of every table's
+// operations.
+func linearize(res Result, ops []Op, timeout time.Duration) Result {
+	start := time.Now()
 	verdict, info := porcupine.CheckOperationsVerbose(tableModel, operations(ops), timeout)
-	res.info = info
+	res.info, res.PorcupineMs = info, time.Since(start).Milliseconds()
 	switch verdict {
 	case porcupine.Ok:
-		res.Linearizable, res.LinearizabilityOK = true, "ok"
+		res.Linearizable, res.LinearizabilityOK, res.DecidedBy = true, "ok", "porcupine"
 	case porcupine.Illegal:
-		res.LinearizabilityOK = "illegal"
+		res.LinearizabilityOK, res.DecidedBy = "illegal", "porcupine"
 		res.Violations = append(res.Violations, "the history is not linearizable (see the report's visualization)")
 	default:
 		res.LinearizabilityOK = "unknown"
@@ -74,45 +84,40 @@ func Check(ops []Op, timeout time.Duration) Result {
 	return res
 }
 
-// checkFinal compares every acknowledged commit with the final load of
-// its table: the version must be covered by the final latest version and,
-// while still tracked, bound to the acknowledged file.
-func checkFinal(ops []Op, acked map[string]map[int64]string, violations []string) (int, []string) {
-	final := map[string]Op{}
+// acknowledged counts the acknowledged versions of every table.
+func acknowledged(ops []Op) int {
+	type key struct {
+		table   string
+		version int64
+	}
+	seen := map[key]bool{}
 	for _, op := range ops {
-		if op.Final && op.Op == OpLoad && op.Outcome == OutcomeOK && op.Protocol != ProtocolTransactions {
-			final[op.Table] = op
+		if op.Op == OpCommit && op.Outcome == OutcomeOK {
+			seen[key{op.Table, op.Version}] = true
 		}
 	}
-	tables := make([]string, 0, len(acked))
+	return len(seen)
+}
+
+// missingFinals names the tables with acknowledged commits but no final
+// load (a group's are checkTransactions').
+func missingFinals(ops []Op) []string {
+	acked, final := map[string]bool{}, map[string]bool{}
+	for _, op := range ops {
+		switch {
+		case op.Protocol == ProtocolTransactions:
+		case op.Op == OpCommit && op.Outcome == OutcomeOK:
+			acked[op.Table] = true
+		case op.Final && op.Op == OpLoad && op.Outcome == OutcomeOK:
+			final[op.Table] = true
+		}
+	}
+	var out []string
 	for t := range acked {
-		tables = append(tables, t)
-	}
-	sort.Strings(tables)
-	lost := 0
-	for _, t := range tables {
-		f, ok := final[t]
-		if !ok {
-			violations = append(violations, fmt.Sprintf("table %s: no final load after healing", t))
-			continue
-		}
-		versions := make([]int64, 0, len(acked[t]))
-		for v := range acked[t] {
-			versions = append(versions, v)
-		}
-		sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-		for _, v := range versions {
-			file := acked[t][v]
-			got, tracked := f.Commits[v]
-			switch {
-			case v > f.LatestVersion:
-				lost++
-				violations = append(violations, fmt.Sprintf("table %s: acknowledged version %d lost (final latest version %d)", t, v, f.LatestVersion))
-			case tracked && got != file:
-				lost++
-				violations = append(violations, fmt.Sprintf("table %s: acknowledged version %d (%s) replaced by %s", t, v, file, got))
-			}
+		if !final[t] {
+			out = append(out, fmt.Sprintf("table %s: no final load after healing", t))
 		}
 	}
-	return lost, violations
+	sort.Strings(out)
+	return out
 }

@@ -62,8 +62,8 @@ func step(s tableState, op Op) (bool, tableState) {
 		switch op.Outcome {
 		case OutcomeOK:
 			return matches, tableState{files: s.files, etag: op.NewETag}
-		case OutcomeFail:
-			return op.Status != 409 || !matches, s
+		case OutcomeFail: // a 409 needs another etag; an unknown one ("" after an unknown update) may be
+			return op.Status != 409 || s.etag == "" || op.ETag != s.etag, s
 		}
 		if matches { // unknown: if it applied, the new etag is not known
 			return true, tableState{files: s.files}

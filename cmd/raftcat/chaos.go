@@ -104,15 +104,13 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 	if s.FaultKindsNotAvailable != "" {
 		fmt.Fprintf(w, "not injected          %s\n", s.FaultKindsNotAvailable)
 	}
-	for _, v := range s.Violations {
-		fmt.Fprintln(w, "VIOLATION:", v)
-	}
+	printViolations(w, s.Result, "VIOLATION:")
 	fmt.Fprintf(w, "history and summary in %s\n", out)
 }
 
 func chaosCheck(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
-		fmt.Fprint(stderr, "Usage: raftcat chaos check HISTORY\n\nRe-checks a recorded history (JSON lines): linearizability of every table,\nno acknowledged commit lost, no version bound to two files. Exits 1 on any violation.\n")
+		fmt.Fprint(stderr, "Usage: raftcat chaos check HISTORY\n\nRe-checks a recorded history (JSON lines): linearizability of every table,\nno acknowledged commit lost, no version bound to two files. A pre-check first\nproves stale reads, lost commits, versions bound to two files and reads of\nversions whose commit had not begun, naming the operations (their index in the\nhistory); porcupine searches only when it finds none. Exits 1 on any violation.\n")
 		return 2
 	}
 	f, err := os.Open(args[0])
@@ -129,13 +127,46 @@ func chaosCheck(args []string, stdout, stderr io.Writer) int {
 	res := chaos.Check(ops, time.Minute)
 	fmt.Fprintf(stdout, "operations %d, acknowledged commits %d, lost %d, linearizable %v\n",
 		res.Operations, res.AcknowledgedCommits, res.LostCommits, res.Linearizable)
-	for _, v := range res.Violations {
-		fmt.Fprintln(stdout, "violation:", v)
+	if p := res.Precheck; p != nil {
+		found := "found nothing"
+		if n := len(p.Violations); n > 0 {
+			found = fmt.Sprintf("proved %d violation(s)", n)
+		}
+		fmt.Fprintf(stdout, "pre-check %s in %v; linearizability decided by %s\n", found,
+			time.Duration(p.DurationUs)*time.Microsecond, decidedBy(res))
 	}
+	printViolations(stdout, res, "violation:")
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(out))
 	if !res.OK() {
 		return 1
 	}
 	return 0
+}
+
+// printViolations prints every violation on a line; after each one the
+// pre-check proved, the operations it names, one a line.
+func printViolations(w io.Writer, res chaos.Result, prefix string) {
+	named := map[string][]chaos.OpRef{}
+	if res.Precheck != nil {
+		for _, v := range res.Precheck.Violations {
+			named[v.Message] = v.Ops
+		}
+	}
+	for _, v := range res.Violations {
+		fmt.Fprintln(w, prefix, v)
+		for _, op := range named[v] {
+			fmt.Fprintf(w, "    %s\n", op)
+		}
+	}
+}
+
+func decidedBy(res chaos.Result) string {
+	switch res.DecidedBy {
+	case "precheck":
+		return "the pre-check (porcupine not needed)"
+	case "":
+		return "nothing (porcupine ran out of time)"
+	}
+	return fmt.Sprintf("porcupine in %d ms", res.PorcupineMs)
 }
