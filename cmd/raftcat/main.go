@@ -27,6 +27,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
+	"github.com/raftcat/raftcat/httpapi/ui"
 	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/metrics"
 	"github.com/raftcat/raftcat/storage"
@@ -196,7 +197,7 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials},
 		Sharing: sharing.Config{Objects: objects, Endpoint: cfg.SharingEndpoint, URLTTL: cfg.SharingURLTTL,
 			TokenLifetime: cfg.SharingTokenLifetime, CacheBytes: cfg.SharingCacheMiB << 20},
-		Lance: lance.Config{Objects: objects}})
+		Lance: lance.Config{Objects: objects}, UI: ui.Config{Recent: recent}})
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()

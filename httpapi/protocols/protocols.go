@@ -12,6 +12,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/httpapi/transactions"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
+	"github.com/raftcat/raftcat/httpapi/ui"
 )
 
 // Config configures the protocols.
@@ -21,6 +22,7 @@ type Config struct {
 	Iceberg iceberg.Config
 	Sharing sharing.Config
 	Lance   lance.Config
+	UI      ui.Config
 }
 
 // Mount registers every protocol on core and returns the admin endpoints
@@ -34,5 +36,6 @@ func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server
 	sharing.Register(core, cfg.Sharing)
 	lance.Register(core, cfg.Lance)
 	transactions.Register(core)
+	ui.Register(core, ops, cfg.UI)
 	return adm
 }

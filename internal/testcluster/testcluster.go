@@ -26,6 +26,8 @@ import (
 	"github.com/raftcat/raftcat/httpapi/lance"
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
+	"github.com/raftcat/raftcat/httpapi/ui"
+	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/metrics"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -45,6 +47,7 @@ type Node struct {
 	creds      storage.StaticCredentials
 	objects    *storage.Blobs
 
+	recent         *logging.Recent // the warnings and errors the status page shows
 	icebergObjects func(storage.ObjectStore) iceberg.ObjectStore
 	sharingURLTTL  time.Duration
 	blobOptions    storage.BlobOptions
@@ -124,13 +127,14 @@ func Add(t testing.TB, nodes []*Node, id string, bootstrapExpect int, opts Optio
 func newNode(t testing.TB, id string, expect int, join []string, opts Options) *Node {
 	t.Helper()
 	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials,
-		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects}
+		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects,
+		recent: logging.NewRecent(0)}
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
 		ElectionTimeout: opts.Heartbeat, SnapshotThreshold: opts.SnapshotThreshold, SnapshotInterval: opts.SnapshotInterval,
 		TrailingLogs: opts.TrailingLogs, DeadServerThreshold: opts.DeadServerThreshold, MinQuorum: opts.MinQuorum,
-		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose)}
+		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose, nd.recent)}
 	if opts.Logger != nil {
 		nd.cfg.Logger = opts.Logger(id)
 	}
@@ -140,11 +144,15 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 	return nd
 }
 
-func logger(verbose bool) *slog.Logger {
+// logger writes to stderr when verbose, and keeps the warnings and
+// errors in recent either way.
+func logger(verbose bool, recent *logging.Recent) *slog.Logger {
+	w, level := io.Discard, slog.LevelError
 	if verbose || os.Getenv("RAFTCAT_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		w, level = os.Stderr, slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	log, _ := logging.New(w, "text", level, recent)
+	return log
 }
 
 func (nd *Node) start() error {
@@ -173,7 +181,7 @@ func (nd *Node) start() error {
 		Delta:   deltaapi.Config{Credentials: nd.creds, Objects: objects},
 		Iceberg: iceberg.Config{Objects: nd.icebergStore(objects), Credentials: nd.creds},
 		Sharing: sharing.Config{Objects: objects, URLTTL: nd.sharingURLTTL},
-		Lance:   lance.Config{Objects: objects}})
+		Lance:   lance.Config{Objects: objects}, UI: ui.Config{Recent: nd.recent}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
