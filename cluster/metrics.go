@@ -1,13 +1,13 @@
 package cluster
 
 import (
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/statecount"
 )
 
 // nodeMetrics are the node's metrics besides raft's own (which raft
@@ -61,7 +61,7 @@ func (m *nodeMetrics) snapshotDone(op string, start time.Time, size int64, err e
 // and state-machine figures when scraped.
 type statusCollector struct {
 	n      *Node
-	counts objectCounts
+	counts statecount.Counter
 }
 
 var (
@@ -139,7 +139,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRestores, s.SnapshotRestores)
 	_, halted := c.n.fsm.Halted()
 	gauge(descHalted, boolValue(halted))
-	c.counts.collect(ch, c.n.State())
+	c.collectCounts(ch, c.n.State())
 }
 
 // collectLeader reports autopilot's view, which only the leader has.
@@ -163,35 +163,13 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// objectCounts caches the object counts of one state: counting tables by
-// format walks them all, so in a large catalog it is done at most once
-// per countEvery, and only when the state changed.
-type objectCounts struct {
-	mu      sync.Mutex
-	of      *fsm.State
-	at      time.Time
-	objects map[string]int
-	tables  map[string]int
-}
-
-const (
-	countEvery   = 10 * time.Second
-	smallCatalog = 10_000 // tables: counted on every scrape
-)
-
-func (o *objectCounts) collect(ch chan<- prometheus.Metric, st *fsm.State) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.of != st {
-		objects := st.ObjectCounts()
-		if objects["table"] < smallCatalog || time.Since(o.at) >= countEvery {
-			o.of, o.at, o.objects, o.tables = st, time.Now(), objects, st.TablesByFormat()
-		}
-	}
-	for kind, n := range o.objects {
+// collectCounts reports the state's objects by kind and tables by format.
+func (c *statusCollector) collectCounts(ch chan<- prometheus.Metric, st *fsm.State) {
+	objects, tables := c.counts.Counts(st)
+	for kind, n := range objects {
 		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), kind)
 	}
-	for format, n := range o.tables {
+	for format, n := range tables {
 		ch <- prometheus.MustNewConstMetric(descTables, prometheus.GaugeValue, float64(n), format)
 	}
 }

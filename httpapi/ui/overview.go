@@ -74,7 +74,7 @@ func (s *Server) overview(now time.Time, st clusterapi.Status, members []member)
 		Metrics: s.metricsView(now), StateIndex: index, Errors: s.recentErrors()}
 	out.Autopilot = leaderAutopilot(members)
 	if state != nil {
-		out.TablesByFormat, out.ObjectCounts = state.TablesByFormat(), state.ObjectCounts()
+		out.ObjectCounts, out.TablesByFormat = s.counts.Counts(state)
 	}
 	return out
 }

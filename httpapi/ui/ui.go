@@ -17,6 +17,7 @@ import (
 	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/internal/logging"
+	"github.com/raftcat/raftcat/internal/statecount"
 )
 
 // Prefix is where the status page is served.
@@ -42,6 +43,7 @@ type Server struct {
 	src     Source
 	recent  *logging.Recent
 	metrics *metrics
+	counts  statecount.Counter
 	stop    chan struct{}
 	stopped sync.Once
 }
