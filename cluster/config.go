@@ -52,7 +52,8 @@ type Config struct {
 	MinQuorum int
 
 	Logger *slog.Logger
-	// Metrics is where the node registers its metrics (nil: nowhere).
+	// Metrics is where the node registers its metrics (nil: nowhere); one
+	// registry per node opened, as nothing is unregistered on Shutdown.
 	Metrics prometheus.Registerer
 }
 

@@ -16,7 +16,6 @@ const keptLeaderChanges = 32
 type leaderLog struct {
 	mu      sync.Mutex
 	changes []clusterapi.LeaderChange
-	onLog   func() // called for every change (the metric)
 }
 
 func (l *leaderLog) add(c clusterapi.LeaderChange) {
@@ -26,9 +25,6 @@ func (l *leaderLog) add(c clusterapi.LeaderChange) {
 		l.changes = append(l.changes[:0], l.changes[1:]...)
 	}
 	l.changes = append(l.changes, c)
-	if l.onLog != nil {
-		l.onLog()
-	}
 }
 
 func (l *leaderLog) list() []clusterapi.LeaderChange {
@@ -37,24 +33,30 @@ func (l *leaderLog) list() []clusterapi.LeaderChange {
 	return append([]clusterapi.LeaderChange{}, l.changes...)
 }
 
-// watchLeaders records every change of leader raft reports until the node
-// stops.
+// watchLeaders registers an observer of raft's changes of leader as soon
+// as raft runs, so that the first election is seen; recordLeaders, started
+// once the node is open, records what it buffered and what follows.
 func (n *Node) watchLeaders() {
-	ch := make(chan raft.Observation, 16)
-	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+	n.leaderCh = make(chan raft.Observation, 16)
+	n.leaderObs = raft.NewObserver(n.leaderCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
 	})
-	n.raft.RegisterObserver(obs)
-	defer n.raft.DeregisterObserver(obs)
+	n.raft.RegisterObserver(n.leaderObs)
+}
+
+// recordLeaders records every change of leader until the node stops.
+func (n *Node) recordLeaders() {
+	defer n.raft.DeregisterObserver(n.leaderObs)
 	for {
 		select {
 		case <-n.stop:
 			return
-		case o := <-ch:
+		case o := <-n.leaderCh:
 			lo := o.Data.(raft.LeaderObservation)
 			n.leaders.add(clusterapi.LeaderChange{AtUnixMs: time.Now().UnixMilli(), Term: n.raft.CurrentTerm(),
 				LeaderID: string(lo.LeaderID)})
+			n.metrics.leaderChange.Inc()
 		}
 	}
 }

@@ -5,9 +5,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/raftcat/raftcat/fsm"
-	"github.com/raftcat/raftcat/internal/statecount"
 )
 
 // nodeMetrics are the node's metrics besides raft's own (which raft
@@ -21,9 +18,11 @@ type nodeMetrics struct {
 	leaderChange prometheus.Counter
 }
 
-func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
+// newNodeMetrics registers the metrics observed as things happen; the
+// node registers its statusCollector once it is open.
+func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 	batch := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftcat_group_commit_batch_size",
-		Help: "Commands per group-commit batch: one log write and one AppendEntries per follower.", Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
+		Help: "Commands per group-commit batch: one log write and one AppendEntries per follower (its count is the batches sent).", Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
 	m := &nodeMetrics{batchSize: batch,
 		snapDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftcat_snapshot_duration_seconds",
 			Help: "Time to persist a raft snapshot of the state, or to restore one.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"op"}),
@@ -37,7 +36,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, &statusCollector{n: n})
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange)
 	return m
 }
 
@@ -59,10 +58,7 @@ func (m *nodeMetrics) snapshotDone(op string, start time.Time, size int64, err e
 
 // statusCollector reads the node's raft, membership, group-commit, read
 // and state-machine figures when scraped.
-type statusCollector struct {
-	n      *Node
-	counts statecount.Counter
-}
+type statusCollector struct{ n *Node }
 
 var (
 	descTerm         = desc("raftcat_raft_term", "The raft term this node is in.")
@@ -73,14 +69,13 @@ var (
 	descApplyLag     = desc("raftcat_raft_apply_lag_entries", "Committed entries this node has not applied yet.")
 	descState        = desc("raftcat_raft_state", "1 for the raft state this node is in.", "state")
 	descHasLeader    = desc("raftcat_raft_has_leader", "1 if this node knows a leader.")
-	descLastContact  = desc("raftcat_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).")
+	descLastContact  = desc("raftcat_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader; absent before the first contact).")
 	descVoters       = desc("raftcat_cluster_voters", "Voters in the raft configuration.")
 	descGossip       = desc("raftcat_cluster_gossip_members", "Nodes gossip knows, by status.", "status")
 	descHealthy      = desc("raftcat_autopilot_healthy", "1 if autopilot finds every voter healthy (reported by the leader only).")
 	descTolerance    = desc("raftcat_autopilot_failure_tolerance", "Voters that may fail without losing the quorum (reported by the leader only).")
 	descFollowerLag  = desc("raftcat_raft_follower_lag_entries", "Entries of the leader's log a server has not stored yet (reported by the leader only).", "server")
 	descProposals    = desc("raftcat_group_commit_proposals_total", "Commands proposed through this node's group commit.")
-	descBatches      = desc("raftcat_group_commit_batches_total", "Group-commit batches sent to raft.")
 	descNoLog        = desc("raftcat_group_commit_answered_without_log_total", "Proposals answered from the applied state without a log entry (a version already taken, a replay).")
 	descReads        = desc("raftcat_linearizable_reads_total", "Linearizable reads, by how leadership was confirmed: under the read lease, or by a quorum round.", "via")
 	descCommands     = desc("raftcat_fsm_commands_applied_total", "Commands this node's state machine applied.")
@@ -100,59 +95,87 @@ func (c *statusCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.n.Status()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge(descTerm, float64(s.Term))
-	gauge(descCommitIndex, float64(s.CommitIndex))
-	gauge(descAppliedIndex, float64(s.AppliedIndex))
-	gauge(descLastIndex, float64(s.LastIndex))
-	gauge(descSnapIndex, float64(s.LastSnapshotIndex))
-	gauge(descApplyLag, float64(s.CommitIndex-min(s.CommitIndex, s.AppliedIndex)))
+	m := constMetrics{ch}
+	c.collectRaft(m, s)
+	c.collectMembers(m, s)
+	c.collectLeader(m, s.LastIndex)
+	m.counter(descProposals, s.GroupCommit.Proposals)
+	m.counter(descNoLog, s.GroupCommit.AnsweredWithoutLog)
+	m.counter(descReads, s.Reads.Lease, "lease")
+	m.counter(descReads, s.Reads.QuorumRounds, "quorum")
+	m.counter(descCommands, s.CommandsApplied)
+	m.counter(descRestores, s.SnapshotRestores)
+	_, halted := c.n.fsm.Halted()
+	m.gauge(descHalted, boolValue(halted))
+	c.collectCounts(m)
+}
+
+// constMetrics sends metrics made at collection time.
+type constMetrics struct{ ch chan<- prometheus.Metric }
+
+func (m constMetrics) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	m.ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func (m constMetrics) counter(d *prometheus.Desc, v uint64, labels ...string) {
+	m.ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+// collectRaft reports the node's raft state and position.
+func (c *statusCollector) collectRaft(m constMetrics, s Status) {
+	m.gauge(descTerm, float64(s.Term))
+	m.gauge(descCommitIndex, float64(s.CommitIndex))
+	m.gauge(descAppliedIndex, float64(s.AppliedIndex))
+	m.gauge(descLastIndex, float64(s.LastIndex))
+	m.gauge(descSnapIndex, float64(s.LastSnapshotIndex))
+	m.gauge(descApplyLag, float64(s.CommitIndex-min(s.CommitIndex, s.AppliedIndex)))
 	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
-		gauge(descState, boolValue(s.State == st.String()), st.String())
+		m.gauge(descState, boolValue(s.State == st.String()), st.String())
 	}
-	gauge(descHasLeader, boolValue(s.LeaderID != ""))
-	gauge(descLastContact, max(0, float64(s.LastContactMs))/1000)
+	m.gauge(descHasLeader, boolValue(s.LeaderID != ""))
+	if s.LastContactMs >= 0 { // -1: never heard from a leader
+		m.gauge(descLastContact, float64(s.LastContactMs)/1000)
+	}
+}
+
+// collectMembers reports the raft configuration's voters and gossip's
+// members by status.
+func (c *statusCollector) collectMembers(m constMetrics, s Status) {
 	voters := 0
-	for _, m := range s.Members {
-		voters += int(boolValue(m.Voter))
+	for _, mb := range s.Members {
+		voters += int(boolValue(mb.Voter))
 	}
-	gauge(descVoters, float64(voters))
+	m.gauge(descVoters, float64(voters))
 	gossip := map[string]int{StatusAlive: 0, StatusSuspect: 0, StatusFailed: 0, StatusLeft: 0}
 	for _, g := range s.Gossip {
 		gossip[g.Status]++
 	}
 	for st, k := range gossip {
-		gauge(descGossip, float64(k), st)
+		m.gauge(descGossip, float64(k), st)
 	}
-	c.collectLeader(ch, s.LastIndex)
-	counter(descProposals, s.GroupCommit.Proposals)
-	counter(descBatches, s.GroupCommit.Batches)
-	counter(descNoLog, s.GroupCommit.AnsweredWithoutLog)
-	counter(descReads, s.Reads.Lease, "lease")
-	counter(descReads, s.Reads.QuorumRounds, "quorum")
-	counter(descCommands, s.CommandsApplied)
-	counter(descRestores, s.SnapshotRestores)
-	_, halted := c.n.fsm.Halted()
-	gauge(descHalted, boolValue(halted))
-	c.collectCounts(ch, c.n.State())
 }
 
 // collectLeader reports autopilot's view, which only the leader has.
-func (c *statusCollector) collectLeader(ch chan<- prometheus.Metric, lastIndex uint64) {
+func (c *statusCollector) collectLeader(m constMetrics, lastIndex uint64) {
 	h := c.n.pilot.health()
 	if h == nil || !c.n.IsLeader() {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descHealthy, prometheus.GaugeValue, boolValue(h.Healthy))
-	ch <- prometheus.MustNewConstMetric(descTolerance, prometheus.GaugeValue, float64(h.FailureTolerance))
+	m.gauge(descHealthy, boolValue(h.Healthy))
+	m.gauge(descTolerance, float64(h.FailureTolerance))
 	for id, srv := range h.Servers {
-		lag := float64(lastIndex - min(lastIndex, srv.Stats.LastIndex))
-		ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, lag, string(id))
+		m.gauge(descFollowerLag, float64(lastIndex-min(lastIndex, srv.Stats.LastIndex)), string(id))
+	}
+}
+
+// collectCounts reports the state's objects by kind and tables by format.
+func (c *statusCollector) collectCounts(m constMetrics) {
+	objects, tables := c.n.ObjectCounts()
+	for kind, n := range objects {
+		m.gauge(descObjects, float64(n), kind)
+	}
+	for format, n := range tables {
+		m.gauge(descTables, float64(n), format)
 	}
 }
 
@@ -161,15 +184,4 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// collectCounts reports the state's objects by kind and tables by format.
-func (c *statusCollector) collectCounts(ch chan<- prometheus.Metric, st *fsm.State) {
-	objects, tables := c.counts.Counts(st)
-	for kind, n := range objects {
-		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), kind)
-	}
-	for format, n := range tables {
-		ch <- prometheus.MustNewConstMetric(descTables, prometheus.GaugeValue, float64(n), format)
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/statecount"
 )
 
 // Node is one member of a raftcat cluster.
@@ -31,19 +32,22 @@ type Node struct {
 	group   *groupCommit
 	reads   *readIndex
 
-	digestMu sync.Mutex // StateDigest's cache: the digest of one state
-	digestOf *fsm.State
-	digest   string
-	store    *raftboltdb.BoltStore
-	snaps    raft.SnapshotStore
-	trans    *raft.NetworkTransport
-	lease    *readLease
-	leaders  leaderLog
-	metrics  *nodeMetrics
-	ml       *memberlist.Memberlist
-	gossip   *gossip
-	pilot    *pilot
-	hlog     hclog.Logger
+	digestMu  sync.Mutex // StateDigest's cache: the digest of one state
+	digestOf  *fsm.State
+	digest    string
+	store     *raftboltdb.BoltStore
+	snaps     raft.SnapshotStore
+	trans     *raft.NetworkTransport
+	lease     *readLease
+	leaders   leaderLog
+	leaderCh  chan raft.Observation
+	leaderObs *raft.Observer
+	counts    statecount.Counter // objects by kind and tables by format
+	metrics   *nodeMetrics
+	ml        *memberlist.Memberlist
+	gossip    *gossip
+	pilot     *pilot
+	hlog      hclog.Logger
 	// gossipAddr is read once: memberlist mutates its local node in place.
 	gossipAddr string
 
@@ -77,8 +81,7 @@ func Open(cfg Config) (*Node, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	n.metrics = newNodeMetrics(reg, n)
-	n.leaders.onLog = n.metrics.leaderChange.Inc
+	n.metrics = newNodeMetrics(reg)
 	n.fsm = newMachineFSM(n.machine, cfg.Logger.With("component", "fsm"), cfg.DataDir)
 	n.fsm.metrics = n.metrics
 	if err := n.loadSkips(); err != nil {
@@ -94,11 +97,12 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.pilot = newPilot(n)
+	reg.MustRegister(&statusCollector{n: n})
 	n.start(n.bootstrapLoop)
 	n.start(n.joinLoop)
 	n.start(n.leaderLoop)
 	n.start(n.removalWatch)
-	n.start(n.watchLeaders)
+	n.start(n.recordLeaders)
 	n.log.Info("node started", "node_id", cfg.NodeID, "raft_addr", n.RaftAddr(), "gossip_addr", n.GossipAddr(),
 		"bootstrap_expect", cfg.BootstrapExpect, "data_dir", cfg.DataDir)
 	return n, nil
@@ -159,6 +163,8 @@ func (n *Node) openRaft() error {
 	// Group commit: proposals queue without a rendezvous with the leader
 	// loop, which takes up to MaxAppendEntries of them into one log write
 	// (one fsync) and one AppendEntries per follower.
+	// raft's legacy telemetry names metrics after peers (unbounded names).
+	rc.NoLegacyTelemetry = true
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = n.cfg.MaxAppendEntries
 	// Replication reads recent entries from memory, not from bbolt.
@@ -180,6 +186,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.lease.raft = n.raft
+	n.watchLeaders()
 	n.reads = &readIndex{raft: n.raft, lease: n.lease}
 	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, reads: n.reads,
 		leading: n.established, batchSize: n.metrics.batchSize,

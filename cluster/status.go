@@ -58,6 +58,13 @@ func (n *Node) Status() Status {
 	return s
 }
 
+// CommandsApplied counts the commands this node applied since it started.
+func (n *Node) CommandsApplied() uint64 { return n.fsm.commands.Load() }
+
+// ObjectCounts returns the objects of this node's state by kind, and its
+// tables by format (see statecount for how fresh).
+func (n *Node) ObjectCounts() (objects, tables map[string]int) { return n.counts.Counts(n.State()) }
+
 // Ready reports whether this node knows a leader (and, through gossip,
 // where to forward to it) and has applied everything it knows to be
 // committed.

@@ -1,10 +1,5 @@
 package fsm
 
-import (
-	"maps"
-	"slices"
-)
-
 // countedKinds names the trees whose values are objects worth counting
 // (metrics, the status page), by object kind.
 var countedKinds = map[treeID]string{}
@@ -15,9 +10,6 @@ func newCountedTree(name, kind string) treeID {
 	countedKinds[id] = kind
 	return id
 }
-
-// ObjectKinds lists the kinds ObjectCounts reports, sorted.
-func ObjectKinds() []string { return slices.Sorted(maps.Values(countedKinds)) }
 
 // ObjectCounts returns how many objects of each kind the state holds.
 // Every count is kept by its tree: this does not walk the state.

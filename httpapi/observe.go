@@ -30,6 +30,9 @@ type RequestInfo struct {
 	Status    int
 	Duration  time.Duration
 	RequestID string
+	// Forwarded is true on the leader for a request a follower forwarded
+	// (the follower counts it too, as the node the client reached).
+	Forwarded bool
 }
 
 // Write reports whether the request asked to change something.
@@ -95,12 +98,12 @@ type httpMetrics struct {
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *httpMetrics {
-	labels := []string{"protocol", "route", "method"}
+	labels := []string{"protocol", "route", "method", "forwarded"}
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_http_requests_total",
-			Help: "HTTP requests answered, by protocol, route template, method and status code."}, append(labels, "code")),
+			Help: "HTTP requests answered, by protocol, route template, method, whether a follower forwarded it here, and status code."}, append(labels, "code")),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftcat_http_request_duration_seconds",
-			Help:    "Time from a request's arrival to its answer, by protocol, route template and method.",
+			Help:    "Time from a request's arrival to its answer, by protocol, route template, method and whether a follower forwarded it here.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, labels),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "raftcat_http_requests_in_flight",
 			Help: "HTTP requests being served now."}),
@@ -131,8 +134,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		info := s.requestInfo(c, time.Since(start))
-		s.metrics.requests.WithLabelValues(info.Protocol, info.Route, info.Method, strconv.Itoa(info.Status)).Inc()
-		s.metrics.duration.WithLabelValues(info.Protocol, info.Route, info.Method).Observe(info.Duration.Seconds())
+		fwd := strconv.FormatBool(info.Forwarded)
+		s.metrics.requests.WithLabelValues(info.Protocol, info.Route, info.Method, fwd, strconv.Itoa(info.Status)).Inc()
+		s.metrics.duration.WithLabelValues(info.Protocol, info.Route, info.Method, fwd).Observe(info.Duration.Seconds())
 		for _, f := range s.observers {
 			f(info)
 		}
@@ -143,7 +147,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) requestInfo(c echo.Context, d time.Duration) RequestInfo {
 	r := c.Request()
 	info := RequestInfo{Route: c.Path(), Method: boundedMethod(r.Method), Status: c.Response().Status,
-		Duration: d, RequestID: r.Header.Get(HeaderRequestID)}
+		Duration: d, RequestID: r.Header.Get(HeaderRequestID), Forwarded: r.Header.Get(HeaderForwarded) != ""}
 	if g, ok := s.groupOf(r.URL.Path); ok {
 		info.Protocol = g.Name
 	}

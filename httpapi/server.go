@@ -53,7 +53,8 @@ type Config struct {
 	MaxBodyBytes int64         // requests above this are refused with 413 (0: 8 MiB)
 	LeaderWait   time.Duration // how long a request waits for a leader before 503 (0: 5s)
 	Logger       *slog.Logger
-	// Metrics is where the server registers its metrics (nil: nowhere).
+	// Metrics is where the server registers its metrics (nil: nowhere);
+	// one registry per server.
 	Metrics prometheus.Registerer
 
 	// ReadTimeout bounds reading one request, headers and body (0: 60s):
@@ -141,7 +142,7 @@ func New(c DataPath, cfg Config) *Server {
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
-	s.e.Use(requestID, s.requestLog(), s.observe, middleware.Recover(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
+	s.e.Use(requestID, s.requestLog(), s.observe, s.recoverPanics(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
 	return s
 }
 
@@ -211,6 +212,17 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBodyBytes)
 		return next(c)
 	}
+}
+
+// recoverPanics turns a handler's panic into a 500, logged with the
+// request's id and the goroutine's stack.
+func (s *Server) recoverPanics() echo.MiddlewareFunc {
+	return middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.ErrorContext(c.Request().Context(), "request handler panicked", "method", c.Request().Method,
+				"path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			return err
+		}})
 }
 
 func (s *Server) requestLog() echo.MiddlewareFunc {

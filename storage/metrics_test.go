@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,25 +17,33 @@ func TestInstrumentedTimesEveryOperation(t *testing.T) {
 	defer blobs.Close()
 	st := storage.Instrumented(blobs, reg)
 	ctx := context.Background()
-	loc := "file://" + t.TempDir() + "/a/b.json"
-	if err := st.Write(ctx, loc, []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Write(ctx, loc, []byte("{}")); !errors.Is(err, storage.ErrExists) {
-		t.Fatalf("second write: %v", err)
-	}
-	if _, err := st.Read(ctx, loc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Stat(ctx, loc+".missing"); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("stat of a missing object: %v", err)
-	}
-	for _, c := range []struct {
+	dir := "file://" + t.TempDir()
+	loc := dir + "/a/b.json"
+	calls := []struct {
 		op, result string
-		want       int
-	}{{"write", "ok", 1}, {"write", "exists", 1}, {"read", "ok", 1}, {"stat", "not_found", 1}, {"delete", "ok", 0}} {
-		if got := samples(t, reg, c.op, c.result); got != c.want {
-			t.Errorf("%s/%s: %d samples, want %d", c.op, c.result, got, c.want)
+		call       func() error
+	}{
+		{"write", "ok", func() error { return st.Write(ctx, loc, []byte("{}")) }},
+		{"write", "exists", func() error { return st.Write(ctx, loc, []byte("{}")) }},
+		{"read", "ok", func() error { _, err := st.Read(ctx, loc); return err }},
+		{"read", "ok", func() error { _, err := st.ReadRange(ctx, loc, 0, 1); return err }},
+		{"stat", "not_found", func() error { _, err := st.Stat(ctx, loc+".missing"); return err }},
+		{"list", "ok", func() error { _, err := st.List(ctx, dir+"/a/"); return err }},
+		{"sign", "error", func() error { _, err := st.SignedURL(ctx, loc, time.Minute); return err }},
+		{"delete", "ok", func() error { return st.Delete(ctx, loc) }},
+		{"delete", "not_found", func() error { return st.Delete(ctx, loc) }},
+	}
+	want := map[[2]string]int{}
+	for _, c := range calls {
+		err := c.call()
+		if (err == nil) != (c.result == "ok") || c.result == "exists" && !errors.Is(err, storage.ErrExists) {
+			t.Fatalf("%s: err %v, want result %s", c.op, err, c.result)
+		}
+		want[[2]string{c.op, c.result}]++
+	}
+	for k, n := range want {
+		if got := samples(t, reg, k[0], k[1]); got != n {
+			t.Errorf("%s/%s: %d samples, want %d", k[0], k[1], got, n)
 		}
 	}
 }

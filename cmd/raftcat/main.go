@@ -172,7 +172,7 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 		return fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
 	}
 	reg := prometheus.NewRegistry()
-	metricsHandler := metrics.Handler(reg, cluster.Version)
+	metricsHandler := metrics.Handler(reg, cluster.Version, log)
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsAddr, metricsHandler, log)
 		if err != nil {

@@ -45,3 +45,7 @@ func (errorMapping) Render(p httpapi.Problem) (int, any) {
 	}
 	return status, map[string]any{"error": p.Message, "code": status}
 }
+
+// Errors is the admin endpoints' error mapping, for other operational
+// pages that answer alike.
+func Errors() httpapi.ErrorMapping { return errorMapping{} }

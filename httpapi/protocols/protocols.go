@@ -25,17 +25,24 @@ type Config struct {
 	UI      ui.Config
 }
 
+// Node is what the operational endpoints need of the node beyond the data
+// path: the cluster operations of the admin endpoints, and what the
+// status page shows.
+type Node interface {
+	admin.Operations
+	ui.Source
+}
+
 // Mount registers every protocol on core and returns the admin endpoints
-// (whose Leave takes the node out of the cluster). ops runs the cluster
-// operations the admin endpoints offer.
-func Mount(core *httpapi.Server, ops admin.Operations, cfg Config) *admin.Server {
-	adm := admin.Register(core, ops, cfg.Admin)
+// (whose Leave takes the node out of the cluster).
+func Mount(core *httpapi.Server, node Node, cfg Config) *admin.Server {
+	adm := admin.Register(core, node, cfg.Admin)
 	ucrest.Register(core)
 	deltaapi.Register(core, cfg.Delta)
 	iceberg.Register(core, cfg.Iceberg)
 	sharing.Register(core, cfg.Sharing)
 	lance.Register(core, cfg.Lance)
 	transactions.Register(core)
-	ui.Register(core, ops, cfg.UI)
+	ui.Register(core, node, cfg.UI)
 	return adm
 }

@@ -37,19 +37,17 @@ func (m *metrics) observeRequest(info httpapi.RequestInfo) {
 }
 
 // sample reads the node's count of applied commands every interval and
-// adds what it grew by, until stop or done closes.
-func (m *metrics) sample(src Source, interval time.Duration, stop, done <-chan struct{}) {
+// adds what it grew by, until the node is done.
+func (m *metrics) sample(src Source, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	prev := src.Status().CommandsApplied
+	prev := src.CommandsApplied()
 	for {
 		select {
-		case <-stop:
-			return
-		case <-done:
+		case <-src.Done():
 			return
 		case now := <-tick.C:
-			cur := src.Status().CommandsApplied
+			cur := src.CommandsApplied()
 			if cur >= prev { // the counter restarts only with the process
 				m.commands.Add(now, cur-prev)
 			}

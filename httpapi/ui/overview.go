@@ -68,14 +68,12 @@ func (s *Server) serveOverview(c echo.Context) error {
 }
 
 func (s *Server) overview(now time.Time, st clusterapi.Status, members []member) overview {
-	state, index := s.core.Node().StaleState()
+	_, index := s.core.Node().StaleState()
 	out := overview{NodeID: st.NodeID, Role: role(st.State), LeaderID: st.LeaderID, Term: st.Term,
 		GeneratedAtMs: now.UnixMilli(), Members: members, LeaderChanges: newestFirst(st.LeaderChanges),
 		Metrics: s.metricsView(now), StateIndex: index, Errors: s.recentErrors()}
 	out.Autopilot = leaderAutopilot(members)
-	if state != nil {
-		out.ObjectCounts, out.TablesByFormat = s.counts.Counts(state)
-	}
+	out.ObjectCounts, out.TablesByFormat = s.src.ObjectCounts()
 	return out
 }
 

@@ -9,25 +9,29 @@
 package ui
 
 import (
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/httpapi"
+	"github.com/raftcat/raftcat/httpapi/admin"
 	"github.com/raftcat/raftcat/internal/logging"
-	"github.com/raftcat/raftcat/internal/statecount"
 )
 
 // Prefix is where the status page is served.
 const Prefix = "/ui"
 
-// Source is what the page needs from the node: its view of the cluster.
-// If the source also has a Done() <-chan struct{} method (a cluster node
-// does), the page's sampler stops when that channel closes.
+// Source is what the page needs from the node: its view of the cluster,
+// the commands it applied, its objects, and when it stops.
 type Source interface {
 	Status() clusterapi.Status
+	// CommandsApplied counts the commands the node applied since it started.
+	CommandsApplied() uint64
+	// ObjectCounts are the node's objects by kind and tables by format.
+	ObjectCounts() (objects, tables map[string]int)
+	// Done closes when the node has stopped: the page's sampler stops then.
+	Done() <-chan struct{}
 }
 
 // Config configures the status page.
@@ -43,32 +47,16 @@ type Server struct {
 	src     Source
 	recent  *logging.Recent
 	metrics *metrics
-	counts  statecount.Counter
-	stop    chan struct{}
-	stopped sync.Once
 }
 
-// Register mounts the status page on the core and starts sampling the
-// commands the node applies, once a second. The sampler runs until Close
-// is called or, if src has a Done method, until the node is done.
+// Register mounts the status page on the core and samples the commands
+// the node applies, once a second, until the node is done.
 func Register(core *httpapi.Server, src Source, cfg Config) *Server {
-	s := &Server{core: core, src: src, recent: cfg.Recent, metrics: newMetrics(), stop: make(chan struct{})}
-	s.routes(core.Mount(httpapi.Group{Name: "ui", Prefix: Prefix, Errors: errorMapping{}}))
+	s := &Server{core: core, src: src, recent: cfg.Recent, metrics: newMetrics()}
+	s.routes(core.Mount(httpapi.Group{Name: "ui", Prefix: Prefix, Errors: admin.Errors()}))
 	core.ObserveRequests(s.metrics.observeRequest)
-	go s.metrics.sample(src, time.Second, s.stop, doneOf(src))
+	go s.metrics.sample(src, time.Second)
 	return s
-}
-
-// Close stops the sampler. Idempotent.
-func (s *Server) Close() { s.stopped.Do(func() { close(s.stop) }) }
-
-// doneOf returns the channel that closes when src stops, or nil (which
-// never closes) if src does not tell.
-func doneOf(src Source) <-chan struct{} {
-	if d, ok := src.(interface{ Done() <-chan struct{} }); ok {
-		return d.Done()
-	}
-	return nil
 }
 
 func (s *Server) routes(e *echo.Group) {

@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"sync"
@@ -49,11 +51,16 @@ func buildInfo(version string) prometheus.Collector {
 	return g
 }
 
+// sinkExpiration drops a go-metrics series not updated for this long: the
+// replication series of a server that left, a timer of an idle node.
+const sinkExpiration = 5 * time.Minute
+
 // mustSink routes raft's and memberlist's go-metrics (hashicorp's, and
 // the older armon module the raft log store still reports through) into
-// reg. Their metrics never expire: a gauge keeps its last value.
+// reg.
 func mustSink(reg prometheus.Registerer) {
-	hs, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg, Name: Prefix + "_gometrics_sink"})
+	hs, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg,
+		Name: Prefix + "_gometrics_sink", Expiration: sinkExpiration})
 	if err != nil {
 		panic(err)
 	}
@@ -63,7 +70,8 @@ func mustSink(reg prometheus.Registerer) {
 	if _, err := gometrics.NewGlobal(cfg, hs); err != nil {
 		panic(err)
 	}
-	as, err := armonprom.NewPrometheusSinkFrom(armonprom.PrometheusOpts{Registerer: reg, Name: Prefix + "_armon_sink"})
+	as, err := armonprom.NewPrometheusSinkFrom(armonprom.PrometheusOpts{Registerer: reg,
+		Name: Prefix + "_armon_sink", Expiration: sinkExpiration})
 	if err != nil {
 		panic(err)
 	}
@@ -75,8 +83,14 @@ func mustSink(reg prometheus.Registerer) {
 }
 
 // Handler serves node's metrics and the process's in the Prometheus
-// text format.
-func Handler(node prometheus.Gatherer, version string) http.Handler {
+// text format; a metric that cannot be gathered is logged to log and
+// left out.
+func Handler(node prometheus.Gatherer, version string, log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(prometheus.Gatherers{Process(version), node},
-		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+		promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: errorLog{log}})
 }
+
+// errorLog is promhttp's error logger over slog.
+type errorLog struct{ log *slog.Logger }
+
+func (l errorLog) Println(v ...any) { l.log.Warn("gathering metrics", "err", fmt.Sprint(v...)) }

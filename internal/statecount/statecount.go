@@ -18,26 +18,23 @@ const (
 	every        = 10 * time.Second
 )
 
-// Counter caches the counts of the latest state it was asked about.
+// Counter caches the tables by format of the latest state it counted.
 type Counter struct {
-	mu      sync.Mutex
-	of      *fsm.State
-	at      time.Time
-	objects map[string]int
-	tables  map[string]int
+	mu     sync.Mutex
+	of     *fsm.State
+	at     time.Time
+	tables map[string]int
 }
 
-// Counts returns the objects of st by kind and its tables by format (the
-// latter possibly from a state up to `every` older). The maps are the
+// Counts returns the objects of st by kind, and its tables by format,
+// which may be those of a state up to `every` older. The maps are the
 // caller's.
 func (c *Counter) Counts(st *fsm.State) (objects, tables map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.of != st {
-		objects := st.ObjectCounts()
-		if c.of == nil || objects["table"] < smallCatalog || time.Since(c.at) >= every {
-			c.of, c.at, c.objects, c.tables = st, time.Now(), objects, st.TablesByFormat()
-		}
+	objects = st.ObjectCounts()
+	if c.of != st && (c.of == nil || objects["table"] < smallCatalog || time.Since(c.at) >= every) {
+		c.of, c.at, c.tables = st, time.Now(), st.TablesByFormat()
 	}
-	return maps.Clone(c.objects), maps.Clone(c.tables)
+	return objects, maps.Clone(c.tables)
 }

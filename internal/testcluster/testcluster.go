@@ -177,7 +177,7 @@ func (nd *Node) start() error {
 	nd.objects = storage.NewBlobs(nd.blobOptions)
 	objects := storage.Instrumented(nd.objects, reg)
 	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg})
-	protocols.Mount(nd.api, node, protocols.Config{Admin: admin.Config{Metrics: metrics.Handler(reg, cluster.Version)},
+	protocols.Mount(nd.api, node, protocols.Config{Admin: admin.Config{Metrics: metrics.Handler(reg, cluster.Version, nd.cfg.Logger)},
 		Delta:   deltaapi.Config{Credentials: nd.creds, Objects: objects},
 		Iceberg: iceberg.Config{Objects: nd.icebergStore(objects), Credentials: nd.creds},
 		Sharing: sharing.Config{Objects: objects, URLTTL: nd.sharingURLTTL},
