@@ -2,9 +2,10 @@
 // client loads a table, then commits the next version with a precondition,
 // reloading and retrying when another writer won the version. The same
 // workload runs against raftcat's Delta API and, for comparison, against
-// raftcat's Iceberg REST API (a new snapshot asserting the loaded one) and
+// raftcat's Iceberg REST API (a new snapshot asserting the loaded one),
 // against a three-member etcd doing the equivalent compare-and-swap
-// transaction.
+// transaction, and against PostgreSQL with streaming replicas doing the
+// compare-and-swap on a row that PostgreSQL-backed catalogs do.
 package bench
 
 import (
@@ -35,10 +36,17 @@ type Config struct {
 	// AgainstEtcd also runs the workload on a three-member etcd.
 	AgainstEtcd bool
 	EtcdBin     string
+	// AgainstPostgres also runs the workload on PostgreSQL (Debian's
+	// postgresql package), started from PostgresBinDir (empty: found) as a
+	// primary with PostgresReplicas streaming replicas, any one of which
+	// must have flushed a commit (0: a lone primary).
+	AgainstPostgres  bool
+	PostgresBinDir   string
+	PostgresReplicas int
 	// Rounds splits the measurement into this many windows of Duration
-	// each; against etcd (or Iceberg) they alternate between the systems,
-	// so that a machine whose speed drifts slows them alike (0 or 1: one
-	// window).
+	// each; against etcd, PostgreSQL or Iceberg they alternate between the
+	// systems, so that a machine whose speed drifts slows them alike (0 or
+	// 1: one window).
 	Rounds int
 	// Protocol "iceberg" also runs the workload on the same cluster's
 	// Iceberg REST API, alternating with the Delta one ("" or "delta":
@@ -71,6 +79,19 @@ type Report struct {
 	// results above are over all rounds).
 	Rounds      int       `json:"rounds"`
 	RoundRatios []float64 `json:"round_throughput_ratios,omitempty"`
+	// Against PostgreSQL, as against etcd: raftcat's commits/s and
+	// latencies over PostgreSQL's, overall and by round. Postgres.System
+	// says how it replicates; PostgresVersion is the server's.
+	// Breakdown is where raftcat's commits spent their time, from the
+	// nodes' own metrics over the measured rounds (Delta only).
+	Breakdown []Stage `json:"breakdown,omitempty"`
+
+	Postgres                *Result   `json:"postgres,omitempty"`
+	PostgresVersion         string    `json:"postgres_version,omitempty"`
+	PostgresThroughputRatio float64   `json:"postgres_throughput_ratio,omitempty"`
+	PostgresP50Ratio        float64   `json:"postgres_p50_ratio,omitempty"`
+	PostgresP99Ratio        float64   `json:"postgres_p99_ratio,omitempty"`
+	PostgresRoundRatios     []float64 `json:"postgres_round_throughput_ratios,omitempty"`
 	// Protocol is delta, or iceberg when Iceberg ran beside Delta; then
 	// Iceberg is its result and the Iceberg ratios are Iceberg's commits/s
 	// and latencies over Delta's (Raftcat), overall and by round.
@@ -158,7 +179,9 @@ func (tc tableCounts) check(latest func(table int) (int64, error), inFlight int)
 }
 
 // Run runs the workload on raftcat's Delta API (and on its Iceberg REST
-// API and on etcd when asked) and returns the report. Progress goes to log.
+// API, on etcd and on PostgreSQL when asked) and returns the report.
+// Progress goes to log. Every process and directory it starts is gone when
+// it returns, also when ctx is cancelled.
 func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if cfg.Tables < 1 || cfg.Clients < 1 || cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Rounds < 0 {
 		return Report{}, errors.New("bench: need tables >= 1, clients >= 1, duration > 0, warmup >= 0, rounds >= 0")
@@ -181,6 +204,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 			return rep, err
 		}
 	}
+	if cfg.AgainstPostgres {
+		if err := findPostgres(&cfg); err != nil {
+			return rep, err
+		}
+	}
 	if cfg.Dir == "" {
 		d, err := os.MkdirTemp("", "raftcat-bench-")
 		if err != nil {
@@ -188,6 +216,13 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 		defer os.RemoveAll(d)
 		cfg.Dir = d
+		// Run as root, the bench runs PostgreSQL as the user postgres,
+		// who must pass through to its directory.
+		if cfg.AgainstPostgres && os.Geteuid() == 0 {
+			if err := os.Chmod(d, 0o711); err != nil {
+				return rep, err
+			}
+		}
 	}
 	var runs []*systemRun
 	defer func() {
@@ -200,13 +235,21 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		return rep, err
 	}
 	runs = append(runs, &systemRun{sys: rc})
-	etcdAt, iceAt := -1, -1
+	etcdAt, pgAt, iceAt := -1, -1, -1
 	if cfg.AgainstEtcd {
 		et, err := startEtcd(ctx, cfg, filepath.Join(cfg.Dir, "etcd"), log)
 		if err != nil {
 			return rep, err
 		}
 		etcdAt, runs = len(runs), append(runs, &systemRun{sys: et})
+	}
+	if cfg.AgainstPostgres {
+		pg, err := startPostgres(ctx, cfg, filepath.Join(cfg.Dir, "postgres"), log)
+		if err != nil {
+			return rep, err
+		}
+		pgAt, runs = len(runs), append(runs, &systemRun{sys: pg})
+		rep.PostgresVersion = pg.version
 	}
 	if cfg.Protocol == "iceberg" {
 		iceAt, runs = len(runs), append(runs, &systemRun{sys: &icebergSystem{rc: rc}})
@@ -217,6 +260,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 	}
 	rep.LeaderURL = rc.leaderTarget
+	before := breakdownStart(ctx, cfg, rc, log)
 	for round := 1; round <= cfg.Rounds; round++ {
 		rates := make([]float64, len(runs))
 		for i, r := range runs {
@@ -230,6 +274,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		if cfg.Rounds > 1 && etcdAt > 0 {
 			rep.RoundRatios = append(rep.RoundRatios, ratio(rates[0], rates[etcdAt]))
 		}
+		if cfg.Rounds > 1 && pgAt > 0 {
+			rep.PostgresRoundRatios = append(rep.PostgresRoundRatios, ratio(rates[0], rates[pgAt]))
+		}
 		if cfg.Rounds > 1 && iceAt > 0 {
 			rep.IcebergRoundRatios = append(rep.IcebergRoundRatios, ratio(rates[iceAt], rates[0]))
 		}
@@ -241,6 +288,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 	}
 	rep.Raftcat = &results[0]
+	rep.Breakdown = breakdownEnd(ctx, rc, before, log)
 	r := results[0]
 	if etcdAt > 0 {
 		e := results[etcdAt]
@@ -248,6 +296,13 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		rep.ThroughputRatio = ratio(r.CommitsPerSec, e.CommitsPerSec)
 		rep.P99Ratio = ratio(r.Latency.P99, e.Latency.P99)
 		rep.P50Ratio = ratio(r.Latency.P50, e.Latency.P50)
+	}
+	if pgAt > 0 {
+		pg := results[pgAt]
+		rep.Postgres = &results[pgAt]
+		rep.PostgresThroughputRatio = ratio(r.CommitsPerSec, pg.CommitsPerSec)
+		rep.PostgresP99Ratio = ratio(r.Latency.P99, pg.Latency.P99)
+		rep.PostgresP50Ratio = ratio(r.Latency.P50, pg.Latency.P50)
 	}
 	if iceAt > 0 {
 		ice := results[iceAt]

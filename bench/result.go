@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -135,7 +136,7 @@ func (rep Report) Text() string {
 		s = fmt.Sprintf("%d clients over %d tables (%s), %d rounds of %.0f s measured after %.0f s warm-up each, %d CPUs\n",
 			rep.Clients, rep.Tables, rep.Target, rep.Rounds, rep.DurationS, rep.WarmupS, rep.CPUs)
 	}
-	others := []*Result{rep.Etcd, rep.Iceberg}
+	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg}
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.Line() + "\n"
@@ -148,7 +149,17 @@ func (rep Report) Text() string {
 	}
 	if rep.Etcd != nil {
 		s += fmt.Sprintf("raftcat/etcd: throughput x%.2f, p50 x%.2f, p99 x%.2f\n", rep.ThroughputRatio, rep.P50Ratio, rep.P99Ratio)
-		s += byRound("throughput ratio by round:", rep.RoundRatios)
+		s += byRound("raftcat/etcd throughput ratio by round:", rep.RoundRatios)
+	}
+	if rep.Postgres != nil {
+		s += fmt.Sprintf("raftcat/postgres: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
+			rep.PostgresThroughputRatio, rep.PostgresP50Ratio, rep.PostgresP99Ratio)
+		s += byRound("raftcat/postgres throughput ratio by round:", rep.PostgresRoundRatios)
+	}
+	if len(rep.Breakdown) > 0 {
+		var b strings.Builder
+		writeBreakdown(&b, rep.Breakdown)
+		s += b.String()
 	}
 	if rep.Iceberg != nil {
 		s += fmt.Sprintf("iceberg/delta: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",

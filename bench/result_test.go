@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,5 +29,28 @@ func TestSummariseCountsCommitsPerClient(t *testing.T) {
 	}
 	if r := summarise("raftcat", per[:2], time.Second); r.ClientCommitsMin != 1 {
 		t.Fatalf("fewest commits per client %d, want 1", r.ClientCommitsMin)
+	}
+}
+
+// TestTextComparesWithPostgres: a report with PostgreSQL prints its lines
+// and raftcat's ratios over it, overall and by round.
+func TestTextComparesWithPostgres(t *testing.T) {
+	rep := Report{Clients: 4, Tables: 2, Target: "spread", DurationS: 2, Rounds: 2,
+		Raftcat:                 &Result{System: "raftcat", CommitsPerSec: 300},
+		Postgres:                &Result{System: "postgres (primary + 2 sync replicas, ANY 1)", CommitsPerSec: 200},
+		PostgresThroughputRatio: 1.5, PostgresP50Ratio: 0.5, PostgresP99Ratio: 0.25, PostgresRoundRatios: []float64{1.25, 1.75}}
+	text := rep.Text()
+	for _, want := range []string{
+		"\npostgres (primary + 2 sync replicas, ANY 1)    200 commits/s",
+		"\npostgres (primary + 2 sync replicas, ANY 1) requests:",
+		"\nraftcat/postgres: throughput x1.50, p50 x0.50, p99 x0.25\n",
+		"\nraftcat/postgres throughput ratio by round: x1.25 x1.75\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "raftcat/etcd") || strings.Contains(text, "iceberg/delta") {
+		t.Errorf("comparisons not run printed:\n%s", text)
 	}
 }

@@ -50,6 +50,7 @@ type groupCommit struct {
 	timeout     time.Duration
 	maxInFlight int
 	batchSize   prometheus.Observer // commands per batch
+	wait        prometheus.Observer // a proposal's wait for its batch to leave
 
 	mu       sync.Mutex
 	pending  []*proposal
@@ -62,14 +63,15 @@ type groupCommit struct {
 type GroupCommitStats = clusterapi.GroupCommitStats
 
 type proposal struct {
-	cmd    fsm.Command
-	data   []byte
-	check  bool // may be answered without a log entry
-	future raft.ApplyFuture
-	res    fsm.Result
-	index  uint64
-	err    error
-	done   chan struct{}
+	arrived time.Time
+	cmd     fsm.Command
+	data    []byte
+	check   bool // may be answered without a log entry
+	future  raft.ApplyFuture
+	res     fsm.Result
+	index   uint64
+	err     error
+	done    chan struct{}
 	// proof is the quorum round taken when the proposal had to wait.
 	proof *readRound
 	// cover is the last index of a batch sent after this proposal was
@@ -85,7 +87,7 @@ func (g *groupCommit) stats() GroupCommitStats {
 
 // apply proposes cmd (encoded as data) and returns its result once decided.
 func (g *groupCommit) apply(cmd fsm.Command, data []byte, check bool) (fsm.Result, uint64, error) {
-	p := &proposal{cmd: cmd, data: data, check: check, done: make(chan struct{})}
+	p := &proposal{arrived: time.Now(), cmd: cmd, data: data, check: check, done: make(chan struct{})}
 	g.mu.Lock()
 	start := g.inFlight < g.maxInFlight
 	if check && !start {
@@ -141,6 +143,7 @@ func (g *groupCommit) drain() {
 		for _, p := range batch {
 			p.future = g.raft.Apply(p.data, g.timeout)
 		}
+		g.waited(batch, answered, unconfirmed)
 		// Answers the last batch covers go first, then those their quorum
 		// round confirms, then the last batch's winners.
 		release(answered)
@@ -165,6 +168,19 @@ func (g *groupCommit) drain() {
 			}
 		}
 		decided = batch
+	}
+}
+
+// waited records how long the proposals of one round waited for it.
+func (g *groupCommit) waited(groups ...[]*proposal) {
+	if g.wait == nil {
+		return
+	}
+	now := time.Now()
+	for _, ps := range groups {
+		for _, p := range ps {
+			g.wait.Observe(now.Sub(p.arrived).Seconds())
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftcat/raftcat/fsm"
 )
 
 // nodeMetrics are the node's metrics besides raft's own (which raft
@@ -16,6 +18,8 @@ type nodeMetrics struct {
 	snapSize     *prometheus.HistogramVec
 	snapFailures *prometheus.CounterVec
 	leaderChange prometheus.Counter
+	propose      *prometheus.HistogramVec // by outcome: applied, refused, failed
+	batchWait    prometheus.Observer      // a proposal's wait for its batch to leave
 }
 
 // newNodeMetrics registers the metrics observed as things happen; the
@@ -33,10 +37,17 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		leaderChange: prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_raft_leader_changes_total",
 			Help: "Changes of leader this node observed (including to no leader)."}),
 	}
+	m.propose = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftcat_propose_duration_seconds",
+		Help:    "Time from proposing a command on the leader to its result (group-commit wait, log write, replication, apply), by outcome: applied, refused (the state machine said no) or failed (no result).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"outcome"})
+	wait := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftcat_group_commit_wait_seconds",
+		Help:    "Time a proposal waited on the leader for its group-commit batch to leave (or to be answered without a log entry).",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
+	m.batchWait = wait
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange)
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait)
 	return m
 }
 
@@ -45,6 +56,18 @@ const (
 	snapPersist = "persist"
 	snapRestore = "restore"
 )
+
+// proposed records one proposal that began at start.
+func (m *nodeMetrics) proposed(start time.Time, res fsm.Result, err error) {
+	outcome := "applied"
+	switch {
+	case err != nil:
+		outcome = "failed"
+	case res.Err != nil:
+		outcome = "refused"
+	}
+	m.propose.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+}
 
 // snapshotDone records one persisted or restored snapshot.
 func (m *nodeMetrics) snapshotDone(op string, start time.Time, size int64, err error) {

@@ -189,7 +189,7 @@ func (n *Node) openRaft() error {
 	n.watchLeaders()
 	n.reads = &readIndex{raft: n.raft, lease: n.lease}
 	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, reads: n.reads,
-		leading: n.established, batchSize: n.metrics.batchSize,
+		leading: n.established, batchSize: n.metrics.batchSize, wait: n.metrics.batchWait,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
 	return nil
 }

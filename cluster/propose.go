@@ -21,7 +21,10 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 	if err := ctx.Err(); err != nil {
 		return fsm.Result{}, 0, err
 	}
-	return n.propose(cmd)
+	start := time.Now()
+	res, index, err := n.propose(cmd)
+	n.metrics.proposed(start, res, err)
+	return res, index, err
 }
 
 func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/raftcat/raftcat/bench"
@@ -30,7 +31,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially (with --protocol sharing: querying; 8 unless given)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time (with --protocol sharing: of each cached query kind; with --protocol lance: of each kind per round)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
-	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd they alternate between the systems, so a machine whose speed drifts slows both alike")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd or --against-postgres they alternate between the systems, so a machine whose speed drifts slows them alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1; with --protocol lance, --clients 1 --lance-tables 1)")
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios; sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
@@ -46,6 +47,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&sh.Iterations, "iterations", 0, "with --protocol sharing: measure this many queries of each cached kind instead of --duration")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
+	fs.BoolVar(&cfg.AgainstPostgres, "against-postgres", false, "also run the workload as PostgreSQL-backed catalogs commit (a compare-and-swap UPDATE of the table's row plus the commit record's INSERT in one transaction) on a PostgreSQL primary with --postgres-replicas synchronous streaming replicas that it starts, and report the ratios; with --against-etcd too, rounds go round all three systems")
+	fs.StringVar(&cfg.PostgresBinDir, "postgres-bin-dir", "", "directory of PostgreSQL's initdb, pg_basebackup and postgres for --against-postgres (default: the newest /usr/lib/postgresql/<version>/bin, as Debian's postgresql package installs them, else initdb's directory on PATH)")
+	fs.IntVar(&cfg.PostgresReplicas, "postgres-replicas", 2, "with --against-postgres: streaming replicas r1..rN made with pg_basebackup, of which any one must have flushed a commit before it is acknowledged (synchronous_standby_names 'ANY 1 (r1, ...)'); 0: a lone primary, durable on its own disk only")
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs, and the generated tables (default: a temporary one, removed afterwards)")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
@@ -62,6 +66,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			"(a new snapshot made the main branch, expiring the loaded snapshot's parent) asserting the\n"+
 			"loaded snapshot with assert-ref-snapshot-id; on 409 it reloads and retries. Both results\n"+
 			"are reported, with Iceberg's throughput and latencies over Delta's.\n\n"+
+			"With --against-postgres it also runs the commit loop the way Unity Catalog OSS, Apache\n"+
+			"Polaris and Lakekeeper commit in PostgreSQL: load the table's version with a SELECT, then\n"+
+			"in one transaction UPDATE tables SET version = base+1 WHERE id = $1 AND version = base and\n"+
+			"INSERT the commit record; no row updated is the conflict (roll back, reload, retry). It\n"+
+			"runs initdb under --dir, starts a primary (fsync and synchronous_commit on) on loopback\n"+
+			"and --postgres-replicas streaming replicas r1, r2... made with pg_basebackup, sets\n"+
+			"synchronous_standby_names = 'ANY 1 (r1, r2)' and checks in pg_stat_replication that each\n"+
+			"replica streams as a synchronous candidate before measuring; every client talks to the\n"+
+			"primary. Run as root, PostgreSQL runs as the user postgres, who must be able to pass\n"+
+			"through a --dir given. Its processes and directory are removed when the bench ends,\n"+
+			"fails or is stopped (Ctrl-C, SIGTERM).\n\n"+
 			"With --protocol sharing it measures Delta Sharing queries instead: it writes a Delta log of\n"+
 			"--sharing-commits commits of --sharing-files-per-commit files (10,000 by default; no data\n"+
 			"files) under --dir, registers --sharing-tables identical copies as external tables, shares\n"+
@@ -106,6 +121,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raftcat bench: --against-etcd compares the Delta commit path; it does not go with --protocol lance")
 		return 2
 	}
+	if (cfg.Protocol == "sharing" || cfg.Protocol == "lance") && cfg.AgainstPostgres {
+		fmt.Fprintf(stderr, "raftcat bench: --against-postgres compares the Delta commit path; it does not go with --protocol %s\n", cfg.Protocol)
+		return 2
+	}
+	if cfg.PostgresReplicas < 0 {
+		fmt.Fprintln(stderr, "raftcat bench: --postgres-replicas is 0 or more")
+		return 2
+	}
 	switch *target {
 	case "spread":
 	case "leader":
@@ -128,7 +151,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.Bin = bin
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Ctrl-C or SIGTERM cancels the run; the bench then stops the processes
+	// it started and removes what it would have removed at its end.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cfg.Protocol == "sharing" {
 		sh.URLs, sh.Bin, sh.Dir, sh.ServeFlags, sh.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader

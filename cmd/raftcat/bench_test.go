@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,6 +68,29 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if !strings.Contains(string(output), "commits/s") {
 		t.Errorf("no human summary printed:\n%s", output)
+	}
+	checkBreakdown(t, rep, rep.Raftcat.Commits)
+}
+
+// checkBreakdown wants the stages every commit passes through timed at
+// least as often as the measured commits (raft's own stages may time
+// several commits at once), and the leader's share of a commit no longer
+// than the whole.
+func checkBreakdown(t *testing.T, rep bench.Report, commits int) {
+	t.Helper()
+	stages := map[string]bench.Stage{}
+	for _, s := range rep.Breakdown {
+		stages[s.Name] = s
+	}
+	for _, name := range []string{"HTTP commit at the node the client reached", "HTTP load at the node the client reached",
+		"propose (leader)", "group-commit wait (leader)"} {
+		if stages[name].Count < float64(commits) {
+			t.Errorf("stage %q timed %v times for %d commits", name, stages[name].Count, commits)
+		}
+	}
+	propose, entry := stages["propose (leader)"], stages["HTTP commit at the node the client reached"]
+	if propose.MeanMs <= 0 || entry.MeanMs < propose.MeanMs {
+		t.Errorf("propose %.3f ms, commit at the entry node %.3f ms: %+v", propose.MeanMs, entry.MeanMs, rep.Breakdown)
 	}
 }
 
@@ -194,4 +222,176 @@ func TestBenchAgainstMissingEtcdSaysWhatToInstall(t *testing.T) {
 	if !strings.Contains(string(output), "etcd-server") {
 		t.Fatalf("error does not say what to install:\n%s", output)
 	}
+}
+
+// TestBenchAgainstPostgres runs `raftcat bench --against-postgres` for a
+// few seconds: PostgreSQL, a primary with two synchronous streaming
+// replicas that the bench starts from Debian's postgresql package (which CI
+// installs; without it the test fails), must commit, verify every table
+// (and its replicas) afterwards and be compared with raftcat; once the
+// bench has exited no PostgreSQL process and no directory of it remain.
+func TestBenchAgainstPostgres(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--against-postgres", "--duration", "2s", "--warmup", "1s", "--rounds", "2",
+		"--clients", "4", "--tables", "2", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --against-postgres: %v\n%s", err, output)
+	}
+	if left := postgresLeft(t, string(output)); len(left) > 0 {
+		t.Fatalf("left after the bench:\n%s", strings.Join(left, "\n"))
+	}
+	rep := readBenchReport(t, out)
+	for _, r := range []*bench.Result{rep.Raftcat, rep.Postgres} {
+		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 ||
+			r.ClientCommitsMin <= 0 {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if rep.Postgres.System != "postgres (primary + 2 sync replicas, ANY 1)" || rep.PostgresVersion == "" || rep.Etcd != nil {
+		t.Fatalf("postgres result %q, version %q, etcd %v", rep.Postgres.System, rep.PostgresVersion, rep.Etcd)
+	}
+	if rep.Postgres.ServerCPUSeconds <= 0 {
+		t.Errorf("no server CPU accounted to PostgreSQL: %+v", rep.Postgres)
+	}
+	if rep.PostgresThroughputRatio <= 0 || rep.PostgresP50Ratio <= 0 || rep.PostgresP99Ratio <= 0 ||
+		len(rep.PostgresRoundRatios) != 2 || rep.PostgresRoundRatios[0] <= 0 || rep.PostgresRoundRatios[1] <= 0 {
+		t.Fatalf("ratios %v, %v, %v, by round %v", rep.PostgresThroughputRatio, rep.PostgresP50Ratio, rep.PostgresP99Ratio, rep.PostgresRoundRatios)
+	}
+	for _, want := range []string{"r1: streaming quorum, r2: streaming quorum", "synchronous_standby_names 'ANY 1 (r1, r2)', synchronous_commit on",
+		"\npostgres (primary + 2 sync replicas, ANY 1) ", "raftcat/postgres: throughput x", "raftcat/postgres throughput ratio by round: x"} {
+		if !strings.Contains(string(output), want) {
+			t.Errorf("no %q in the output:\n%s", want, output)
+		}
+	}
+}
+
+// TestBenchAgainstLonePostgres runs the PostgreSQL comparison with
+// --postgres-replicas 0: one primary, no synchronous standbys.
+func TestBenchAgainstLonePostgres(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--against-postgres", "--postgres-replicas", "0", "--duration", "1s", "--warmup", "0s",
+		"--clients", "2", "--tables", "1", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --against-postgres --postgres-replicas 0: %v\n%s", err, output)
+	}
+	if left := postgresLeft(t, string(output)); len(left) > 0 {
+		t.Fatalf("left after the bench:\n%s", strings.Join(left, "\n"))
+	}
+	rep := readBenchReport(t, out)
+	if r := rep.Postgres; r == nil || r.System != "postgres (lone primary)" || r.Commits == 0 || r.Errors != 0 || !r.Verified {
+		t.Fatalf("postgres result %+v\n%s", r, output)
+	}
+	if rep.PostgresThroughputRatio <= 0 || len(rep.PostgresRoundRatios) != 0 {
+		t.Fatalf("ratio %v, by round %v", rep.PostgresThroughputRatio, rep.PostgresRoundRatios)
+	}
+	if strings.Contains(string(output), "pg_stat_replication") || !strings.Contains(string(output), "synchronous_standby_names '',") {
+		t.Errorf("replication set up for a lone primary:\n%s", output)
+	}
+}
+
+// TestBenchAgainstPostgresInterrupted sends the bench SIGINT (Ctrl-C) as
+// its PostgreSQL window begins (raftcat's came first; the signal arrives
+// long before the 5 s are up): it must fail, and stop and remove everything
+// it started.
+func TestBenchAgainstPostgresInterrupted(t *testing.T) {
+	bin := raftcatBinary(t)
+	cmd := exec.Command(bin, "bench", "--against-postgres", "--duration", "5s", "--warmup", "0s",
+		"--clients", "2", "--tables", "1", "--out", filepath.Join(t.TempDir(), "bench.json"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var output strings.Builder
+	sent := false
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		output.WriteString(sc.Text() + "\n")
+		if !sent && strings.HasPrefix(sc.Text(), "bench: postgres (") && strings.Contains(sc.Text(), "measured") {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+		}
+	}
+	err = cmd.Wait()
+	if !sent {
+		t.Fatalf("PostgreSQL was never measured (%v):\n%s", err, output.String())
+	}
+	if err == nil || strings.Contains(output.String(), "result written") {
+		t.Fatalf("the interrupted bench succeeded:\n%s", output.String())
+	}
+	if left := postgresLeft(t, output.String()); len(left) > 0 {
+		t.Fatalf("left after Ctrl-C:\n%s", strings.Join(left, "\n"))
+	}
+	m := regexp.MustCompile(`starting a three-node raftcat cluster in (\S+)`).FindStringSubmatch(output.String())
+	if m == nil {
+		t.Fatalf("no raftcat cluster start logged:\n%s", output.String())
+	}
+	if _, err := os.Stat(m[1]); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the bench's directory %s remains (%v)", m[1], err)
+	}
+}
+
+// TestBenchAgainstMissingPostgresSaysWhatToInstall asks for the PostgreSQL
+// comparison from a directory without it.
+func TestBenchAgainstMissingPostgresSaysWhatToInstall(t *testing.T) {
+	bin := raftcatBinary(t)
+	output, err := exec.Command(bin, "bench", "--duration", "1s", "--warmup", "0s", "--clients", "1", "--tables", "1",
+		"--against-postgres", "--postgres-bin-dir", t.TempDir(), "--out", filepath.Join(t.TempDir(), "bench.json")).CombinedOutput()
+	if err == nil {
+		t.Fatalf("bench succeeded without PostgreSQL:\n%s", output)
+	}
+	if !strings.Contains(string(output), "apt-get install postgresql") {
+		t.Fatalf("error does not say what to install:\n%s", output)
+	}
+}
+
+func readBenchReport(t *testing.T, path string) bench.Report {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	return rep
+}
+
+// postgresLeft lists what remains of the PostgreSQL a bench logged
+// starting: processes with its directory on their command line or its
+// cluster_name in their title, and the directory.
+func postgresLeft(t *testing.T, output string) []string {
+	t.Helper()
+	m := regexp.MustCompile(`starting PostgreSQL \S+ \(.*\) from \S+ in (\S+) as cluster_name (\S+)-<server>`).FindStringSubmatch(output)
+	if m == nil {
+		t.Fatalf("no PostgreSQL start logged:\n%s", output)
+	}
+	dir, tag := m[1], m[2]
+	var left []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmdline, dir) || strings.Contains(cmdline, tag) {
+			left = append(left, p.Name()+": "+cmdline)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		left = append(left, fmt.Sprintf("directory %s (%v)", dir, err))
+	}
+	return left
 }
