@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,9 @@ type Config struct {
 	// zeros, before bbolt opens it, so log writes do not allocate
 	// filesystem blocks (0: none).
 	LogPreallocBytes int64
+	// LogStore is where the raft log is kept: LogStoreBoltDB ("" too) or
+	// LogStoreWAL.
+	LogStore string
 	// GroupCommitBatches is how many batches of proposals may be in raft
 	// at once; proposals arriving meanwhile wait to leave together (0: 1).
 	GroupCommitBatches int
@@ -65,6 +70,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir is required"))
+	}
+	if c.LogStore != "" && !slices.Contains(LogStores, c.LogStore) {
+		errs = append(errs, fmt.Errorf("log store %q: want %s", c.LogStore, strings.Join(LogStores, " or ")))
 	}
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("bootstrap-expect must be at least 1, got %d", c.BootstrapExpect))

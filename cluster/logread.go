@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -22,8 +23,13 @@ type LogEntry struct {
 // node runs (the log file is locked).
 type LogReader struct{ store *raftboltdb.BoltStore }
 
-// OpenLog opens the raft log below dataDir read-only.
+// OpenLog opens the raft log below dataDir read-only. Logs kept in
+// raft-wal (LogStoreWAL) are not read.
 func OpenLog(dataDir string) (*LogReader, error) {
+	if _, err := os.Stat(walDir(filepath.Join(dataDir, "raft"))); err == nil {
+		return nil, fmt.Errorf("%s keeps its raft log in raft-wal (%s), which this command does not read",
+			dataDir, walDir(filepath.Join(dataDir, "raft")))
+	}
 	path := filepath.Join(dataDir, "raft", "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{Path: path,
 		BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: time.Second}})

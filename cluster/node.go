@@ -35,7 +35,9 @@ type Node struct {
 	digestMu  sync.Mutex // StateDigest's cache: the digest of one state
 	digestOf  *fsm.State
 	digest    string
-	store     *raftboltdb.BoltStore
+	store     *raftboltdb.BoltStore // the stable store, and the log store with LogStoreBoltDB
+	wal       *walStore             // the log store with LogStoreWAL
+	logs      raft.LogStore         // the log store in use
 	snaps     raft.SnapshotStore
 	trans     *raft.NetworkTransport
 	lease     *readLease
@@ -121,7 +123,11 @@ func (n *Node) openRaft() error {
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
 		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
 	n.hlog = hlog
-	if err := preallocateLog(filepath.Join(dir, "raft.db"), n.cfg.LogPreallocBytes); err != nil {
+	prealloc := n.cfg.LogPreallocBytes
+	if n.cfg.LogStore == LogStoreWAL {
+		prealloc = 0 // raft.db holds only the stable store
+	}
+	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {
 		return err
 	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
@@ -130,6 +136,9 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
+	if n.logs, err = n.openLogStore(dir); err != nil {
+		return err
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
@@ -168,7 +177,7 @@ func (n *Node) openRaft() error {
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = n.cfg.MaxAppendEntries
 	// Replication reads recent entries from memory, not from bbolt.
-	logs, err := raft.NewLogCache(4096, store)
+	logs, err := raft.NewLogCache(4096, n.logs)
 	if err != nil {
 		return err
 	}
@@ -274,6 +283,9 @@ func (n *Node) handOverLeadership() {
 func (n *Node) closeStores() {
 	if n.trans != nil {
 		_ = n.trans.Close()
+	}
+	if n.wal != nil {
+		_ = n.wal.Close()
 	}
 	if n.store != nil {
 		_ = n.store.Close()

@@ -47,6 +47,7 @@ type Config struct {
 	TrailingLogs      uint64
 	MaxAppendEntries  int
 	LogPreallocMiB    int64
+	RaftLogStore      string
 	ReadLease         bool
 	GroupCommit       int
 	LeaveOnTerminate  bool
@@ -91,6 +92,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check whether a snapshot is due")
 	fs.IntVar(&c.MaxAppendEntries, "raft-max-append-entries", 128, "group commit: most log entries written with one fsync and sent in one AppendEntries (1..1024)")
 	fs.BoolVar(&c.ReadLease, "read-lease", true, "the leader answers linearizable reads without a quorum round while a quorum acknowledged it within half the heartbeat timeout (a node waits that long before joining raft; no lease while a voter gossips a shorter heartbeat timeout or leases off)")
+	fs.StringVar(&c.RaftLogStore, "raft-log-store", cluster.LogStoreBoltDB, "where the raft log is kept: boltdb (in raft/raft.db, with the stable store) or wal (raft-wal segment files in raft/wal, one fsync per write); fixed for a data directory once it holds a log")
 	fs.Int64Var(&c.LogPreallocMiB, "raft-log-prealloc-mib", 64, "size in MiB the raft log file is given up front, as written zeros, so log writes fsync data only, not filesystem allocations (0: none)")
 	fs.IntVar(&c.GroupCommit, "group-commit-batches", 1, "batches of proposals in raft at once; proposals arriving meanwhile wait and share the next batch's log write and fsync (1..64)")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so lagging followers catch up without a full snapshot")
@@ -200,6 +202,9 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if !slices.Contains(cluster.LogStores, c.RaftLogStore) {
+		errs = append(errs, fmt.Errorf("--raft-log-store %q: want %s", c.RaftLogStore, strings.Join(cluster.LogStores, " or ")))
+	}
 	if !slices.Contains(logging.Formats, c.LogFormat) {
 		errs = append(errs, fmt.Errorf("--log-format %q: want %s", c.LogFormat, strings.Join(logging.Formats, " or ")))
 	}
@@ -238,7 +243,7 @@ func (c *Config) clusterConfig(log *slog.Logger, reg prometheus.Registerer) clus
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
-		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
+		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogStore: c.RaftLogStore, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
 		MinQuorum: c.MinQuorum, Logger: log, Metrics: reg}
 }
 

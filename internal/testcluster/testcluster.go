@@ -78,6 +78,8 @@ type Options struct {
 	// Objects configures the nodes' own access to table storage (an S3
 	// endpoint, say).
 	Objects storage.BlobOptions
+	// LogStore is where the nodes keep their raft log ("": boltdb).
+	LogStore string
 	// Logger, if set, gives each node its logger (by node id).
 	Logger func(id string) *slog.Logger
 }
@@ -134,7 +136,7 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
 		ElectionTimeout: opts.Heartbeat, SnapshotThreshold: opts.SnapshotThreshold, SnapshotInterval: opts.SnapshotInterval,
 		TrailingLogs: opts.TrailingLogs, DeadServerThreshold: opts.DeadServerThreshold, MinQuorum: opts.MinQuorum,
-		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose, nd.recent)}
+		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose, nd.recent), LogStore: opts.LogStore}
 	if opts.Logger != nil {
 		nd.cfg.Logger = opts.Logger(id)
 	}

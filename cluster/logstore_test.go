@@ -1,0 +1,56 @@
+package cluster_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/raftcat/raftcat/cluster"
+	"github.com/raftcat/raftcat/internal/testcluster"
+)
+
+// TestRaftWALLogStore runs three nodes with their raft log in raft-wal:
+// writes commit, and a restarted node replays its log from the WAL.
+func TestRaftWALLogStore(t *testing.T) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{LogStore: cluster.LogStoreWAL})
+	leader := testcluster.Leader(t, nodes)
+	for _, name := range []string{"wal_a", "wal_b"} {
+		r := testcluster.Do(t, http.MethodPost, leader.URL+"/api/2.1/unity-catalog/catalogs", map[string]any{"name": name})
+		if r.Status != http.StatusOK {
+			t.Fatalf("create catalog %s: %d %v", name, r.Status, r.Body)
+		}
+	}
+	follower := testcluster.Followers(nodes, leader)[0]
+	waitApplied(t, nodes, leader.Status().AppliedIndex)
+	follower.Stop()
+	follower.Restart(t)
+	testcluster.WaitReady(t, follower)
+	requireConverged(t, nodes)
+	if _, ok := follower.State().Catalog("wal_b"); !ok {
+		t.Fatal("the restarted node lost a catalog its log held")
+	}
+}
+
+// TestLogStoreMismatchIsRefused: a data directory keeps the log store it
+// was started with; opening it with the other one fails and says which.
+func TestLogStoreMismatchIsRefused(t *testing.T) {
+	for _, c := range []struct{ made, opened string }{
+		{cluster.LogStoreWAL, cluster.LogStoreBoltDB},
+		{cluster.LogStoreBoltDB, cluster.LogStoreWAL},
+	} {
+		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: c.made})[0]
+		nd.Stop()
+		if c.made == cluster.LogStoreWAL {
+			if _, err := cluster.OpenLog(nd.Dir); err == nil || !strings.Contains(err.Error(), "raft-wal") {
+				t.Fatalf("raftcat log on a raft-wal data dir: %v", err)
+			}
+		}
+		_, err := cluster.Open(cluster.Config{NodeID: nd.ID(), DataDir: nd.Dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
+			BootstrapExpect: 1, LogStore: c.opened, DisableReadLease: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err == nil || !strings.Contains(err.Error(), "--raft-log-store "+c.made) {
+			t.Fatalf("a %s data dir opened with %s: %v", c.made, c.opened, err)
+		}
+	}
+}
