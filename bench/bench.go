@@ -281,6 +281,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 			rep.IcebergRoundRatios = append(rep.IcebergRoundRatios, ratio(rates[iceAt], rates[0]))
 		}
 	}
+	rep.Breakdown = breakdownEnd(ctx, rc, before, log) // before verification reads the tables
 	results := make([]Result, len(runs))
 	for i, r := range runs {
 		if results[i], err = r.result(ctx, cfg, log); err != nil {
@@ -288,7 +289,6 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 	}
 	rep.Raftcat = &results[0]
-	rep.Breakdown = breakdownEnd(ctx, rc, before, log)
 	r := results[0]
 	if etcdAt > 0 {
 		e := results[etcdAt]

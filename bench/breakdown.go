@@ -44,7 +44,8 @@ var commitStages = []stageDef{
 		labels: map[string]string{"protocol": "delta", "method": "GET", "forwarded": "false"}},
 	{name: "HTTP load on the leader, relayed", family: "raftcat_http_request_duration_seconds",
 		labels: map[string]string{"protocol": "delta", "method": "GET", "forwarded": "true"}},
-	{name: "propose (leader)", family: "raftcat_propose_duration_seconds", note: "group-commit wait to result"},
+	{name: "propose (leader)", family: "raftcat_propose_duration_seconds", labels: map[string]string{"outcome": "applied"},
+		note: "applied commands: group-commit wait to result"},
 	{name: "group-commit wait (leader)", family: "raftcat_group_commit_wait_seconds"},
 	{name: "log write with fsync (leader)", family: "raftcat_raft_leader_dispatchLog", ms: true},
 	{name: "AppendEntries round trip (leader to a follower)", family: "raftcat_raft_replication_appendEntries_rpc", ms: true, note: "the follower's log write and fsync included"},
@@ -88,8 +89,8 @@ func scrape(ctx context.Context, base string) (map[string]*dto.MetricFamily, err
 	return parser.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
 }
 
-// breakdown is the mean of every stage between two snapshots, summed
-// over the nodes.
+// breakdown is the mean of every stage between two snapshots, pooled
+// over the nodes (their sums over their counts).
 func breakdown(before, after metricsSnapshot) []Stage {
 	var out []Stage
 	for _, d := range commitStages {

@@ -140,10 +140,10 @@ func (g *groupCommit) drain() {
 			}
 		}
 		g.mu.Unlock()
+		g.waited(batch, answered, unconfirmed)
 		for _, p := range batch {
 			p.future = g.raft.Apply(p.data, g.timeout)
 		}
-		g.waited(batch, answered, unconfirmed)
 		// Answers the last batch covers go first, then those their quorum
 		// round confirms, then the last batch's winners.
 		release(answered)

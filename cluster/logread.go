@@ -3,7 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -19,18 +19,17 @@ type LogEntry struct {
 	Data        []byte
 }
 
-// LogReader reads a stopped node's raft log. It fails at once while the
-// node runs (the log file is locked).
-type LogReader struct{ store *raftboltdb.BoltStore }
+// LogReader reads a stopped node's raft log, kept in raft-boltdb or in
+// raft-wal. It fails at once while the node runs (raft.db is locked).
+type LogReader struct {
+	logs    raft.LogStore
+	closers []io.Closer // the WAL first, then raft.db
+}
 
-// OpenLog opens the raft log below dataDir read-only. Logs kept in
-// raft-wal (LogStoreWAL) are not read.
+// OpenLog opens the raft log below dataDir.
 func OpenLog(dataDir string) (*LogReader, error) {
-	if _, err := os.Stat(walDir(filepath.Join(dataDir, "raft"))); err == nil {
-		return nil, fmt.Errorf("%s keeps its raft log in raft-wal (%s), which this command does not read",
-			dataDir, walDir(filepath.Join(dataDir, "raft")))
-	}
-	path := filepath.Join(dataDir, "raft", "raft.db")
+	raftDir := filepath.Join(dataDir, "raft")
+	path := filepath.Join(raftDir, "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{Path: path,
 		BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: time.Second}})
 	if errors.Is(err, bbolt.ErrTimeout) {
@@ -39,26 +38,44 @@ func OpenLog(dataDir string) (*LogReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &LogReader{store: store}, nil
+	r := &LogReader{logs: store, closers: []io.Closer{store}}
+	hasWAL, err := walExists(raftDir)
+	if err == nil && hasWAL {
+		var w *walStore
+		if w, err = openWAL(raftDir, nil); err == nil {
+			r.logs, r.closers = w, append([]io.Closer{w}, r.closers...)
+		}
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // Bounds returns the first and last index the log holds.
 func (r *LogReader) Bounds() (first, last uint64, err error) {
-	if first, err = r.store.FirstIndex(); err != nil {
+	if first, err = r.logs.FirstIndex(); err != nil {
 		return 0, 0, err
 	}
-	last, err = r.store.LastIndex()
+	last, err = r.logs.LastIndex()
 	return first, last, err
 }
 
 // Entry returns the entry at index.
 func (r *LogReader) Entry(index uint64) (LogEntry, error) {
 	var l raft.Log
-	if err := r.store.GetLog(index, &l); err != nil {
+	if err := r.logs.GetLog(index, &l); err != nil {
 		return LogEntry{}, fmt.Errorf("log entry %d: %w", index, err)
 	}
 	return LogEntry{Index: l.Index, Term: l.Term, Type: l.Type, Data: l.Data}, nil
 }
 
-// Close releases the log file.
-func (r *LogReader) Close() error { return r.store.Close() }
+// Close releases the log's files.
+func (r *LogReader) Close() error {
+	var errs []error
+	for _, c := range r.closers {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}

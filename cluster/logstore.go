@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
@@ -25,37 +26,58 @@ var LogStores = []string{LogStoreBoltDB, LogStoreWAL}
 // walDir is where a node keeps a raft-wal log.
 func walDir(raftDir string) string { return filepath.Join(raftDir, "wal") }
 
+// walExists reports whether raftDir holds a raft-wal log.
+func walExists(raftDir string) (bool, error) {
+	_, err := os.Stat(walDir(raftDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // openLogStore opens the log store the configuration names. A data
 // directory whose log is in the other store is refused: starting it with
 // an empty log would lose its entries.
-func (n *Node) openLogStore(raftDir string) (raft.LogStore, error) {
-	_, err := os.Stat(walDir(raftDir))
-	hasWAL := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
+func (n *Node) openLogStore(raftDir string, hasWAL bool) (raft.LogStore, error) {
 	if n.cfg.LogStore != LogStoreWAL {
 		if hasWAL {
 			return nil, fmt.Errorf("%s holds this node's raft log: start it with --raft-log-store %s", walDir(raftDir), LogStoreWAL)
 		}
 		return n.store, nil
 	}
-	if last, err := n.store.LastIndex(); err != nil || last > 0 {
-		return nil, fmt.Errorf("%s holds this node's raft log (last index %d): start it with --raft-log-store %s (%v)",
-			filepath.Join(raftDir, "raft.db"), last, LogStoreBoltDB, err)
+	last, err := n.store.LastIndex()
+	if err != nil {
+		return nil, fmt.Errorf("read raft.db: %w", err)
 	}
+	if last > 0 {
+		return nil, fmt.Errorf("%s holds this node's raft log (last index %d): start it with --raft-log-store %s",
+			filepath.Join(raftDir, "raft.db"), last, LogStoreBoltDB)
+	}
+	w, err := openWAL(raftDir, n.hlog)
+	if err != nil {
+		return nil, err
+	}
+	n.wal = w
+	return w, nil
+}
+
+// openWAL opens (or creates) the raft-wal log in raftDir. raft-wal does
+// not close a meta store it opened itself: it is given one, which the
+// returned store's Close closes.
+func openWAL(raftDir string, log hclog.Logger) (*walStore, error) {
 	if err := os.MkdirAll(walDir(raftDir), 0o750); err != nil {
 		return nil, err
 	}
-	// The WAL does not close a meta store it opened itself: give it one.
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
 	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(walDir(raftDir), wal.WithLogger(n.hlog), wal.WithMetaStore(meta))
+	w, err := wal.Open(walDir(raftDir), wal.WithMetaStore(meta), wal.WithLogger(log))
 	if err != nil {
 		_ = meta.Close()
 		return nil, fmt.Errorf("open raft-wal log %s: %w", walDir(raftDir), err)
 	}
-	n.wal = &walStore{WAL: w, meta: meta}
-	return w, nil
+	return &walStore{WAL: w, meta: meta}, nil
 }
 
 // walStore is a raft-wal log with the meta store it must close.

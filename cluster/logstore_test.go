@@ -42,13 +42,19 @@ func TestLogStoreMismatchIsRefused(t *testing.T) {
 	} {
 		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: c.made})[0]
 		nd.Stop()
-		if c.made == cluster.LogStoreWAL {
-			if _, err := cluster.OpenLog(nd.Dir); err == nil || !strings.Contains(err.Error(), "raft-wal") {
-				t.Fatalf("raftcat log on a raft-wal data dir: %v", err)
-			}
+		r, err := cluster.OpenLog(nd.Dir)
+		if err != nil {
+			t.Fatalf("raftcat log on a %s data dir: %v", c.made, err)
 		}
-		_, err := cluster.Open(cluster.Config{NodeID: nd.ID(), DataDir: nd.Dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
+		if _, last, err := r.Bounds(); err != nil || last == 0 {
+			t.Fatalf("the %s log read back empty (last %d): %v", c.made, last, err)
+		}
+		r.Close()
+		n, err := cluster.Open(cluster.Config{NodeID: nd.ID(), DataDir: nd.Dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
 			BootstrapExpect: 1, LogStore: c.opened, DisableReadLease: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err == nil {
+			n.Shutdown()
+		}
 		if err == nil || !strings.Contains(err.Error(), "--raft-log-store "+c.made) {
 			t.Fatalf("a %s data dir opened with %s: %v", c.made, c.opened, err)
 		}

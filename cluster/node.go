@@ -123,9 +123,13 @@ func (n *Node) openRaft() error {
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
 		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
 	n.hlog = hlog
+	hasWAL, err := walExists(dir)
+	if err != nil {
+		return err
+	}
 	prealloc := n.cfg.LogPreallocBytes
-	if n.cfg.LogStore == LogStoreWAL {
-		prealloc = 0 // raft.db holds only the stable store
+	if n.cfg.LogStore == LogStoreWAL || hasWAL {
+		prealloc = 0 // raft.db holds only the stable store (or is refused below)
 	}
 	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {
 		return err
@@ -136,7 +140,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
-	if n.logs, err = n.openLogStore(dir); err != nil {
+	if n.logs, err = n.openLogStore(dir, hasWAL); err != nil {
 		return err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)

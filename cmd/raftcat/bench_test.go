@@ -74,8 +74,7 @@ func TestBenchSmoke(t *testing.T) {
 
 // checkBreakdown wants the stages every commit passes through timed at
 // least as often as the measured commits (raft's own stages may time
-// several commits at once), and the leader's share of a commit no longer
-// than the whole.
+// several commits at once).
 func checkBreakdown(t *testing.T, rep bench.Report, commits int) {
 	t.Helper()
 	stages := map[string]bench.Stage{}
@@ -87,10 +86,6 @@ func checkBreakdown(t *testing.T, rep bench.Report, commits int) {
 		if stages[name].Count < float64(commits) {
 			t.Errorf("stage %q timed %v times for %d commits", name, stages[name].Count, commits)
 		}
-	}
-	propose, entry := stages["propose (leader)"], stages["HTTP commit at the node the client reached"]
-	if propose.MeanMs <= 0 || entry.MeanMs < propose.MeanMs {
-		t.Errorf("propose %.3f ms, commit at the entry node %.3f ms: %+v", propose.MeanMs, entry.MeanMs, rep.Breakdown)
 	}
 }
 
