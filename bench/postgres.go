@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func findPostgres(cfg *Config) error {
 		v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(dir)), 64)
 		return v
 	}
-	slices.SortFunc(dirs, func(a, b string) int { return cmpFloat(version(b), version(a)) })
+	slices.SortFunc(dirs, func(a, b string) int { return cmp.Compare(version(b), version(a)) })
 	if p, err := exec.LookPath("initdb"); err == nil {
 		dirs = append(dirs, filepath.Dir(p))
 	}
@@ -95,16 +96,6 @@ func findPostgres(cfg *Config) error {
 		}
 	}
 	return errors.New("--against-postgres needs PostgreSQL's server binaries (Debian: apt-get install postgresql); none in /usr/lib/postgresql/*/bin or on PATH (or give --postgres-bin-dir)")
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // startPostgres makes and starts the primary and its replicas in dir,

@@ -90,21 +90,27 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
+// startTestPostgres starts PostgreSQL as cfg says, with its log.
+func startTestPostgres(t *testing.T, cfg Config) (*postgresSystem, *syncBuffer) {
+	t.Helper()
+	if err := findPostgres(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	s, err := startPostgres(context.Background(), cfg, postgresDir(t), log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	return s, log
+}
+
 // TestPostgresCommitsVerifiesAndCleansUp starts a primary with two
 // synchronous replicas, has writers race for two tables, verifies the
 // result (and that verification notices a commit that was not made), and
 // stops it: no process and no directory may remain.
 func TestPostgresCommitsVerifiesAndCleansUp(t *testing.T) {
-	cfg := Config{Clients: 4, PostgresReplicas: 2}
-	if err := findPostgres(&cfg); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	var log syncBuffer
-	s, err := startPostgres(ctx, cfg, postgresDir(t), &log)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
+	s, log := startTestPostgres(t, Config{Clients: 4, PostgresReplicas: 2})
 	closed := false
 	defer func() {
 		if !closed {
@@ -118,7 +124,7 @@ func TestPostgresCommitsVerifiesAndCleansUp(t *testing.T) {
 		!strings.Contains(log.String(), "synchronous_standby_names 'ANY 1 (r1, r2)', synchronous_commit on") {
 		t.Errorf("replication not reported as set up:\n%s", log.String())
 	}
-	writers, err := s.prepare(ctx, 2, cfg.Clients)
+	writers, err := s.prepare(ctx, 2, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,16 +225,8 @@ func TestPostgresCancelledWhileStartingLeavesNothing(t *testing.T) {
 // TestPostgresLonePrimary runs without replicas: no synchronous standbys
 // are asked for.
 func TestPostgresLonePrimary(t *testing.T) {
-	cfg := Config{Clients: 1}
-	if err := findPostgres(&cfg); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	var log syncBuffer
-	s, err := startPostgres(ctx, cfg, postgresDir(t), &log)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
+	s, log := startTestPostgres(t, Config{Clients: 1})
 	defer s.close()
 	if got := s.name(); got != "postgres (lone primary)" {
 		t.Errorf("name %q", got)

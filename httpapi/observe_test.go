@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -163,32 +162,14 @@ func checkBoundedLabels(t *testing.T, fams map[string]*dto.MetricFamily, objectN
 	}
 }
 
-// syncBuffer is a log destination several goroutines write to.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestRequestIDCrossesTheRelay(t *testing.T) {
 	t.Parallel()
-	logs := map[string]*syncBuffer{}
+	logs := map[string]*logBuffer{}
 	var mu sync.Mutex
 	nodes := testcluster.Start(t, 3, testcluster.Options{Logger: func(id string) *slog.Logger {
 		mu.Lock()
 		defer mu.Unlock()
-		logs[id] = &syncBuffer{}
+		logs[id] = &logBuffer{}
 		log, _ := logging.New(logs[id], "json", slog.LevelDebug, nil)
 		return log
 	}})
@@ -204,13 +185,13 @@ func TestRequestIDCrossesTheRelay(t *testing.T) {
 	mu.Lock()
 	leaderLog, followerLog := logs[leader.ID()], logs[follower.ID()]
 	mu.Unlock()
-	for who, l := range map[string]*syncBuffer{"leader": leaderLog, "follower": followerLog} {
-		line := findLine(l.String(), `"request_id":"`+id+`"`)
+	for who, l := range map[string]*logBuffer{"leader": leaderLog, "follower": followerLog} {
+		line := firstLine(l.lines(`"request_id":"` + id + `"`))
 		if line == "" || !strings.Contains(line, `"msg":"request"`) {
-			t.Errorf("the %s logged no request line with the request's id:\n%s", who, l.String())
+			t.Errorf("the %s logged no request line with the request's id:\n%s", who, strings.Join(l.lines(), "\n"))
 		}
 	}
-	if !strings.Contains(findLine(leaderLog.String(), `"request_id":"`+id+`"`), `"forwarded":true`) {
+	if !strings.Contains(firstLine(leaderLog.lines(`"request_id":"`+id+`"`)), `"forwarded":true`) {
 		t.Errorf("the leader's line for the request does not say it was forwarded")
 	}
 
@@ -224,11 +205,10 @@ func TestRequestIDCrossesTheRelay(t *testing.T) {
 	}
 }
 
-func findLine(logs, substr string) string {
-	for _, line := range strings.Split(logs, "\n") {
-		if strings.Contains(line, substr) {
-			return line
-		}
+// firstLine is the first of lines, or "".
+func firstLine(lines []string) string {
+	if len(lines) == 0 {
+		return ""
 	}
-	return ""
+	return lines[0]
 }
