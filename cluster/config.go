@@ -43,8 +43,9 @@ type Config struct {
 	// zeros, before bbolt opens it, so log writes do not allocate
 	// filesystem blocks (0: none).
 	LogPreallocBytes int64
-	// LogStore is where the raft log is kept: LogStoreBoltDB ("" too) or
-	// LogStoreWAL.
+	// LogStore is where the raft log is kept: LogStoreAuto ("" too: the
+	// store the data directory has, raft-wal for a new one), LogStoreBoltDB
+	// or LogStoreWAL.
 	LogStore string
 	// GroupCommitBatches is how many batches of proposals may be in raft
 	// at once; proposals arriving meanwhile wait to leave together (0: 1).

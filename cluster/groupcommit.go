@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/rounds"
 )
 
 // groupCommit gathers concurrent proposals into batches so that many
@@ -73,7 +74,7 @@ type proposal struct {
 	err     error
 	done    chan struct{}
 	// proof is the quorum round taken when the proposal had to wait.
-	proof *readRound
+	proof *rounds.Round
 	// cover is the last index of a batch sent after this proposal was
 	// pending, once that batch has committed (0 before).
 	cover atomic.Uint64
@@ -257,7 +258,7 @@ func (g *groupCommit) confirm(unconfirmed []*proposal) []*proposal {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	var round *readRound // one fresh round for those that took none
+	var round *rounds.Round // one fresh round for those that took none
 	for _, p := range unconfirmed {
 		proof := p.proof
 		if proof == nil {
@@ -266,7 +267,7 @@ func (g *groupCommit) confirm(unconfirmed []*proposal) []*proposal {
 			}
 			proof = round
 		}
-		if _, err := proof.wait(ctx); err != nil {
+		if _, err := proof.Wait(ctx); err != nil {
 			p.res, p.index, p.err = fsm.Result{}, 0, ErrNotLeader
 		}
 	}

@@ -20,8 +20,34 @@ const (
 	LogStoreWAL    = "wal"    // the log in raft-wal segment files under raft/wal
 )
 
+// LogStoreAuto keeps the store a data directory's log is in, and puts a
+// new data directory's log in raft-wal.
+const LogStoreAuto = "auto"
+
 // LogStores lists the values Config.LogStore accepts.
-var LogStores = []string{LogStoreBoltDB, LogStoreWAL}
+var LogStores = []string{LogStoreAuto, LogStoreBoltDB, LogStoreWAL}
+
+// resolveLogStore decides where the log is kept. "auto" (or "") keeps the
+// store of a data directory that has one: raft/wal means raft-wal, and a
+// raft.db without it means the log is in raft.db, as every node started
+// before raft-wal was the default keeps it. A new data directory gets
+// raft-wal: one fsync per write instead of raft-boltdb's two.
+func resolveLogStore(raftDir, configured string, hasWAL bool) (string, error) {
+	if configured != "" && configured != LogStoreAuto {
+		return configured, nil
+	}
+	if hasWAL {
+		return LogStoreWAL, nil
+	}
+	_, err := os.Stat(filepath.Join(raftDir, "raft.db"))
+	switch {
+	case err == nil:
+		return LogStoreBoltDB, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return LogStoreWAL, nil
+	}
+	return "", err
+}
 
 // walDir is where a node keeps a raft-wal log.
 func walDir(raftDir string) string { return filepath.Join(raftDir, "wal") }
@@ -35,11 +61,11 @@ func walExists(raftDir string) (bool, error) {
 	return err == nil, err
 }
 
-// openLogStore opens the log store the configuration names. A data
-// directory whose log is in the other store is refused: starting it with
-// an empty log would lose its entries.
-func (n *Node) openLogStore(raftDir string, hasWAL bool) (raft.LogStore, error) {
-	if n.cfg.LogStore != LogStoreWAL {
+// openLogStore opens the log store resolved for the data directory. A
+// data directory whose log is in the other store is refused: starting it
+// with an empty log would lose its entries.
+func (n *Node) openLogStore(raftDir, store string, hasWAL bool) (raft.LogStore, error) {
+	if store != LogStoreWAL {
 		if hasWAL {
 			return nil, fmt.Errorf("%s holds this node's raft log: start it with --raft-log-store %s", walDir(raftDir), LogStoreWAL)
 		}

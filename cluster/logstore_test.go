@@ -4,8 +4,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/internal/testcluster"
@@ -58,5 +61,30 @@ func TestLogStoreMismatchIsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--raft-log-store "+c.made) {
 			t.Fatalf("a %s data dir opened with %s: %v", c.made, c.opened, err)
 		}
+	}
+}
+
+// TestLogStoreAuto: auto puts a new data directory's log in raft-wal and
+// keeps a data directory's log where it is, so a node started before
+// raft-wal was the default still finds its log in raft.db.
+func TestLogStoreAuto(t *testing.T) {
+	for _, made := range []string{cluster.LogStoreAuto, cluster.LogStoreBoltDB, cluster.LogStoreWAL} {
+		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: made})[0]
+		r := testcluster.Do(t, http.MethodPost, nd.URL+"/api/2.1/unity-catalog/catalogs", map[string]any{"name": "auto_" + made})
+		if r.Status != http.StatusOK {
+			t.Fatalf("create catalog: %d %v", r.Status, r.Body)
+		}
+		nd.Stop()
+		_, err := os.Stat(filepath.Join(nd.Dir, "raft", "wal"))
+		if hasWAL := err == nil; hasWAL != (made != cluster.LogStoreBoltDB) {
+			t.Fatalf("made with %s: raft/wal exists %v", made, hasWAL)
+		}
+		n, err := cluster.Open(cluster.Config{NodeID: nd.ID(), DataDir: nd.Dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
+			BootstrapExpect: 1, LogStore: cluster.LogStoreAuto, DisableReadLease: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatalf("a data dir made with %s reopened with auto: %v", made, err)
+		}
+		testcluster.WaitFor(t, 10*time.Second, "the catalog replayed", func() bool { _, ok := n.State().Catalog("auto_" + made); return ok })
+		n.Shutdown()
 	}
 }

@@ -127,8 +127,12 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return err
 	}
+	logStore, err := resolveLogStore(dir, n.cfg.LogStore, hasWAL)
+	if err != nil {
+		return err
+	}
 	prealloc := n.cfg.LogPreallocBytes
-	if n.cfg.LogStore == LogStoreWAL || hasWAL {
+	if logStore == LogStoreWAL || hasWAL {
 		prealloc = 0 // raft.db holds only the stable store (or is refused below)
 	}
 	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {
@@ -140,7 +144,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
-	if n.logs, err = n.openLogStore(dir, hasWAL); err != nil {
+	if n.logs, err = n.openLogStore(dir, logStore, hasWAL); err != nil {
 		return err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)
@@ -200,7 +204,7 @@ func (n *Node) openRaft() error {
 	}
 	n.lease.raft = n.raft
 	n.watchLeaders()
-	n.reads = &readIndex{raft: n.raft, lease: n.lease}
+	n.reads = newReadIndex(n.raft, n.lease)
 	n.group = &groupCommit{raft: n.raft, view: n.fsm.View, reads: n.reads,
 		leading: n.established, batchSize: n.metrics.batchSize, wait: n.metrics.batchWait,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}

@@ -79,10 +79,7 @@ func (n *Node) LeaderHTTPAddr() (string, error) {
 // round), then waits until its state has applied the commit index it saw.
 // It fails with ErrNotLeader on followers.
 func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error) {
-	if err := n.waitEstablished(ctx); err != nil {
-		return nil, 0, err
-	}
-	readIndex, err := n.reads.wait(ctx)
+	readIndex, err := n.ReadIndex(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -91,6 +88,23 @@ func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error
 	}
 	st, idx := n.fsm.View()
 	return st, idx, nil
+}
+
+// ReadIndex returns, on the leader, a commit index that covers every write
+// acknowledged before the call began: leadership is confirmed (under the
+// read lease, at once) after the call began. Any node that has applied
+// the index can answer a read linearizably; a follower asks the leader for
+// it (ErrNotLeader elsewhere).
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if err := n.waitEstablished(ctx); err != nil {
+		return 0, err
+	}
+	return n.reads.wait(ctx)
+}
+
+// WaitApplied waits until this node has applied index, or ctx ends.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	return n.fsm.WaitApplied(ctx, index)
 }
 
 // StaleState returns this node's local state without any coordination.

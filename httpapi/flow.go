@@ -22,8 +22,8 @@ import (
 func (s *Server) State(c echo.Context) (*fsm.State, error) {
 	var st *fsm.State
 	var idx uint64
-	if isStaleRead(c.Request()) {
-		st, idx = s.cluster.StaleState()
+	if isStaleRead(c.Request()) || isFollowerRead(c.Request()) {
+		st, idx = s.cluster.StaleState() // a follower read has applied its read index
 	} else {
 		var err error
 		if st, idx, err = s.cluster.LinearizableState(c.Request().Context()); err != nil {

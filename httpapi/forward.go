@@ -21,8 +21,8 @@ import (
 var errLeaderUnreachable = errors.New("leader unreachable")
 
 // ToLeader is the middleware that sends every request that needs the
-// leader (writes, and reads unless they opt into stale local state) to
-// it. On a follower the request is forwarded and the client gets the
+// leader to it: writes, and reads that a follower cannot answer itself
+// (see followerReads) unless they opt into stale local state. On a follower the request is forwarded and the client gets the
 // leader's answer; a request that was already forwarded once is never
 // forwarded again. Groups mounted with ToLeader have it on every route.
 func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
@@ -33,6 +33,11 @@ func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if c.Request().Header.Get(HeaderForwarded) != "" {
 			return fmt.Errorf("%w: forwarded request reached a node that no longer leads", clusterapi.ErrNotLeader)
+		}
+		if s.reads.readsHere(c) {
+			if served, err := s.reads.serve(c, next); served {
+				return err
+			}
 		}
 		body, err := io.ReadAll(c.Request().Body)
 		if err != nil {
@@ -122,9 +127,8 @@ func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, er
 // relay connections get a plain HTTP exchange.
 func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent bool, err error) {
 	in := c.Request()
-	hostport, ok := strings.CutPrefix(addr, "http://")
-	hostport, _, _ = strings.Cut(hostport, "/")
-	if !ok && strings.Contains(addr, "://") || !p.s.relays(in.URL.Path) || len(body) > relay.MaxFrame/2 {
+	hostport, ok := relayHost(addr)
+	if !ok || !p.s.relays(in.URL.Path) || len(body) > relay.MaxFrame/2 {
 		return p.send(c, addr, bytes.NewReader(body))
 	}
 	header := in.Header.Clone()
@@ -187,6 +191,17 @@ func (p *leaderProxy) answer(c echo.Context, resp *http.Response) {
 // cannot read from the body itself, so io.Copy would allocate 32 KiB for
 // every forwarded request.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// relayHost returns the host:port of a peer's HTTP address (host:port or
+// http://host:port) for a relay connection; ok is false for other schemes.
+func relayHost(addr string) (hostport string, ok bool) {
+	hostport, plain := strings.CutPrefix(addr, "http://")
+	if !plain && strings.Contains(addr, "://") {
+		return "", false
+	}
+	hostport, _, _ = strings.Cut(hostport, "/")
+	return hostport, true
+}
 
 func leaderURL(addr string) string {
 	if strings.Contains(addr, "://") {

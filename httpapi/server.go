@@ -43,6 +43,10 @@ type DataPath interface {
 	Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error)
 	LinearizableState(ctx context.Context) (*fsm.State, uint64, error)
 	StaleState() (*fsm.State, uint64)
+	// ReadIndex is the leader's confirmed commit index (see followerReads);
+	// WaitApplied waits until this node has applied an index.
+	ReadIndex(ctx context.Context) (uint64, error)
+	WaitApplied(ctx context.Context, index uint64) error
 	IsLeader() bool
 	LeaderHTTPAddr() (string, error)
 	Ready() bool
@@ -63,6 +67,11 @@ type Config struct {
 	// connection between requests (0: 120s). FrameTimeout bounds one
 	// relayed request's arrival on a relay connection (0: 30s).
 	ReadTimeout, IdleTimeout, FrameTimeout time.Duration
+
+	// FollowerReads lets followers answer linearizable reads themselves
+	// at the leader's read index (see followerReads) instead of
+	// forwarding them to the leader.
+	FollowerReads bool
 
 	// DataDir is the node's data directory: no table location or storage
 	// root may lie inside it.
@@ -107,6 +116,7 @@ type Server struct {
 	log     *slog.Logger
 	failLog *slog.Logger // server errors clients provoke at will, throttled
 	proxy   *leaderProxy
+	reads   *followerReads
 	relay   *relay.Server // serves requests followers relay to this node
 	groups  []Group       // registered with Mount, longest prefix first
 
@@ -142,7 +152,9 @@ func New(c DataPath, cfg Config) *Server {
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
+	s.reads = newFollowerReads(s, cfg.Metrics)
 	s.e.Use(requestID, s.requestLog(), s.observe, s.recoverPanics(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
+	s.e.GET(ReadIndexPath, s.serveReadIndex)
 	return s
 }
 

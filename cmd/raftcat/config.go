@@ -49,6 +49,7 @@ type Config struct {
 	LogPreallocMiB    int64
 	RaftLogStore      string
 	ReadLease         bool
+	FollowerReads     bool
 	GroupCommit       int
 	LeaveOnTerminate  bool
 	DeadServerAfter   time.Duration
@@ -91,8 +92,9 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 8192, "take a raft snapshot once this many log entries were written since the last one")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check whether a snapshot is due")
 	fs.IntVar(&c.MaxAppendEntries, "raft-max-append-entries", 128, "group commit: most log entries written with one fsync and sent in one AppendEntries (1..1024)")
+	fs.BoolVar(&c.FollowerReads, "follower-reads", false, "a follower answers linearizable reads (GET, HEAD) itself once it has applied the leader's read index, which it asks for once per round of reads: reads spread over the nodes, but each waits for the follower to learn that the index is committed (about one replication round); off: followers forward reads to the leader")
 	fs.BoolVar(&c.ReadLease, "read-lease", true, "the leader answers linearizable reads without a quorum round while a quorum acknowledged it within half the heartbeat timeout (a node waits that long before joining raft; no lease while a voter gossips a shorter heartbeat timeout or leases off)")
-	fs.StringVar(&c.RaftLogStore, "raft-log-store", cluster.LogStoreBoltDB, "where the raft log is kept: boltdb (in raft/raft.db, with the stable store) or wal (raft-wal segment files in raft/wal, one fsync per write); fixed for a data directory once it holds a log")
+	fs.StringVar(&c.RaftLogStore, "raft-log-store", cluster.LogStoreAuto, "where the raft log is kept: wal (raft-wal segment files in raft/wal, one fsync per write), boltdb (in raft/raft.db with the stable store, two fsyncs per write) or auto (the store the data directory already has; wal for a new one); fixed for a data directory once it holds a log")
 	fs.Int64Var(&c.LogPreallocMiB, "raft-log-prealloc-mib", 64, "size in MiB the raft log file is given up front, as written zeros, so log writes fsync data only, not filesystem allocations (0: none)")
 	fs.IntVar(&c.GroupCommit, "group-commit-batches", 1, "batches of proposals in raft at once; proposals arriving meanwhile wait and share the next batch's log write and fsync (1..64)")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so lagging followers catch up without a full snapshot")

@@ -29,8 +29,8 @@ func poisonEntry() []byte {
 		`{"time":1,"catalog_name":"unity","schema_name":"default","name":"bad","columns":{"columns":`+deep+`}}`...)
 }
 
-// appendEntry appends data to a stopped node's raft log, after its last
-// entry and in that entry's term, as if a leader had replicated it.
+// appendEntry appends data to a stopped node's raft log in raft.db, after
+// its last entry and in that entry's term, as if a leader had replicated it.
 func appendEntry(t *testing.T, dataDir string, data []byte) uint64 {
 	t.Helper()
 	store, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft", "raft.db"))
@@ -99,7 +99,7 @@ func cli(t *testing.T, args ...string) (string, int) {
 // looping, and the same skip decision on every node brings the cluster
 // back with everything before and after the entry.
 func TestEveryNodeHaltsOnAnEntryItCannotApplyAndResumesAfterASkip(t *testing.T) {
-	procs := startProcesses(t, 3)
+	procs := startProcesses(t, 3, "--raft-log-store", "boltdb") // appendEntry writes raft.db
 	id := testcluster.CreateManaged(t, procs[0].url, procs[1].url, "unity", "default", "h")
 	path := testcluster.TablePath("unity", "default", "h")
 	r := testcluster.Do(t, http.MethodPost, procs[2].url+path, testcluster.CommitBody(id, 1, testcluster.StagedName(1, "h")))

@@ -191,7 +191,8 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 	defer blobs.Close()
 	objects := storage.Instrumented(blobs, reg)
 	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir, Metrics: reg,
-		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout})
+		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout,
+		FollowerReads: cfg.FollowerReads})
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof, Metrics: metricsHandler},
 		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},
 		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials},

@@ -77,6 +77,15 @@ func (n *Node) LinearizableState(ctx context.Context) (*fsm.State, uint64, error
 	return st, idx, nil
 }
 
+// ReadIndex is the applied index: one node is its own leader.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	_, idx := n.StaleState()
+	return idx, ctx.Err()
+}
+
+// WaitApplied returns at once: every acknowledged command is applied.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error { return ctx.Err() }
+
 // StaleState returns the applied state and its index (on one node, the
 // same as the linearizable one).
 func (n *Node) StaleState() (*fsm.State, uint64) {

@@ -40,6 +40,7 @@ type Server struct {
 	conns   map[*serverConn]struct{}
 	closing bool
 	served  uint64
+	pool    *workers
 }
 
 // Stats counts the relay connections open now and the requests they carried.
@@ -114,6 +115,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve(r.Context(), sc, rw.Reader)
 }
 
+// workers returns the server's worker pool, shared by its connections.
+func (s *Server) workers() *workers {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pool == nil {
+		s.pool = newWorkers(workerIdle)
+	}
+	return s.pool
+}
+
 func (s *Server) maxConcurrent() int {
 	if s.MaxConcurrent > 0 {
 		return s.MaxConcurrent
@@ -128,8 +139,8 @@ func (s *Server) maxFrame() int {
 	return MaxFrame
 }
 
-// serve reads frames until the connection ends, serving each in its own
-// goroutine; one writer sends the answers. Once reading stops, requests
+// serve reads frames until the connection ends, serving each on a worker
+// of its own; one writer sends the answers. Once reading stops, requests
 // still being served see their context cancelled.
 func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
@@ -157,12 +168,12 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 		s.served++
 		s.mu.Unlock()
 		sc.slots <- struct{}{}
-		go func() {
+		s.workers().run(func() {
 			defer sc.handlers.Done()
 			answer := serveFrame(ctx, s.Handler, remote, id, payload)
 			<-sc.slots
 			sc.answers <- answer
-		}()
+		})
 	}
 	cancel()
 	sc.handlers.Wait()

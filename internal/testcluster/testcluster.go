@@ -51,6 +51,7 @@ type Node struct {
 	icebergObjects func(storage.ObjectStore) iceberg.ObjectStore
 	sharingURLTTL  time.Duration
 	blobOptions    storage.BlobOptions
+	followerReads  bool
 }
 
 // Options tune a test cluster.
@@ -70,6 +71,8 @@ type Options struct {
 	MinQuorum           int
 	// NoReadLease makes every linearizable read take a quorum round.
 	NoReadLease bool
+	// FollowerReads lets followers answer reads at the leader's read index.
+	FollowerReads bool
 	// IcebergObjects wraps the object store the Iceberg catalog writes its
 	// metadata files through (nil: the node's own).
 	IcebergObjects func(storage.ObjectStore) iceberg.ObjectStore
@@ -129,7 +132,7 @@ func Add(t testing.TB, nodes []*Node, id string, bootstrapExpect int, opts Optio
 func newNode(t testing.TB, id string, expect int, join []string, opts Options) *Node {
 	t.Helper()
 	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials,
-		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects,
+		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects, followerReads: opts.FollowerReads,
 		recent: logging.NewRecent(0)}
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
@@ -178,7 +181,8 @@ func (nd *Node) start() error {
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.objects = storage.NewBlobs(nd.blobOptions)
 	objects := storage.Instrumented(nd.objects, reg)
-	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg})
+	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg,
+		FollowerReads: nd.followerReads})
 	protocols.Mount(nd.api, node, protocols.Config{Admin: admin.Config{Metrics: metrics.Handler(reg, cluster.Version, nd.cfg.Logger)},
 		Delta:   deltaapi.Config{Credentials: nd.creds, Objects: objects},
 		Iceberg: iceberg.Config{Objects: nd.icebergStore(objects), Credentials: nd.creds},
