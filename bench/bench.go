@@ -110,9 +110,8 @@ type system interface {
 	prepare(ctx context.Context, tables, clients int) ([]committer, error)
 	// verify checks every table after the run: its latest version counts
 	// every commit a client saw acknowledged, plus at most the commits in
-	// flight when a window ended (they may have applied unacknowledged):
-	// inFlight is clients times windows.
-	verify(ctx context.Context, inFlight int) error
+	// flight when a window ended (they may have applied unacknowledged).
+	verify(ctx context.Context, f inFlight) error
 	// pids are the server processes, for CPU accounting (none for a
 	// cluster given by URL).
 	pids() []int
@@ -160,11 +159,19 @@ func (t *timings) within(from, until time.Time) []time.Duration {
 // tableCounts counts the acknowledged commits of each table.
 type tableCounts []atomic.Int64
 
+// inFlight bounds the commits a run may have left applied but
+// unacknowledged: each writer, when each window ended, one on each table
+// it was committing to. Writer i writes table i mod tables.
+type inFlight struct{ writers, windows int }
+
+// perTable is the bound for one of tables tables: the most writers any
+// table has, times the windows.
+func (f inFlight) perTable(tables int) int { return (f.writers + tables - 1) / tables * f.windows }
+
 // check compares each table's latest version with its acknowledged
-// commits; inFlight (spread over the tables as the clients are) bounds
-// the commits left unacknowledged when windows ended.
-func (tc tableCounts) check(latest func(table int) (int64, error), inFlight int) error {
-	perTable := (inFlight + len(tc) - 1) / len(tc)
+// commits, allowing the commits f leaves in flight.
+func (tc tableCounts) check(latest func(table int) (int64, error), f inFlight) error {
+	perTable := f.perTable(len(tc))
 	for t := range tc {
 		v, err := latest(t)
 		if err != nil {
@@ -402,7 +409,7 @@ func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (floa
 func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Result, error) {
 	res := summarise(r.sys.name(), r.per, r.measured)
 	res.LoadLatency, res.AttemptLatency = percentiles(r.loads), percentiles(r.attempts)
-	if err := r.sys.verify(ctx, cfg.Clients*cfg.Rounds); err != nil {
+	if err := r.sys.verify(ctx, inFlight{writers: cfg.Clients, windows: cfg.Rounds}); err != nil {
 		return res, fmt.Errorf("%s: %w", r.sys.name(), err)
 	}
 	res.Verified = true

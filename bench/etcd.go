@@ -120,14 +120,14 @@ func (s *etcdSystem) waitLeader(ctx context.Context) error {
 
 func (s *etcdSystem) name() string { return "etcd" }
 
-func (s *etcdSystem) verify(ctx context.Context, inFlight int) error {
+func (s *etcdSystem) verify(ctx context.Context, f inFlight) error {
 	return s.acked.check(func(t int) (int64, error) {
 		got, err := s.clients[s.leader].Get(ctx, versionKey(t))
 		if err != nil || len(got.Kvs) != 1 {
 			return 0, fmt.Errorf("read version of table %d: %v", t, err)
 		}
 		return strconv.ParseInt(string(got.Kvs[0].Value), 10, 64)
-	}, inFlight)
+	}, f)
 }
 
 func (s *etcdSystem) pids() []int {

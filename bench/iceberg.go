@@ -31,12 +31,12 @@ func (s *icebergSystem) pids() []int { return s.rc.pids() }
 
 func (s *icebergSystem) close() {} // the cluster is the Delta system's
 
-func (s *icebergSystem) verify(ctx context.Context, inFlight int) error {
+func (s *icebergSystem) verify(ctx context.Context, f inFlight) error {
 	return s.acked.check(func(t int) (int64, error) {
 		w := &icebergWriter{s: s.rc, url: s.tables[t]}
 		h, err := w.load(ctx)
 		return h.Sequence, err
-	}, inFlight)
+	}, f)
 }
 
 func (s *icebergSystem) prepare(ctx context.Context, tables, clients int) ([]committer, error) {

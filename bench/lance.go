@@ -206,7 +206,7 @@ func RunLance(ctx context.Context, cfg LanceConfig, log io.Writer) (LanceReport,
 		// keeps losing would otherwise not show.
 		res.Conflicts, res.ConflictsPerSec = s.conflicts, float64(s.conflicts)/r.measured.Seconds()
 		res.addCPU(r.server, r.client)
-		if err := s.verify(ctx, cfg.Clients*cfg.Rounds); err != nil {
+		if err := s.verify(ctx, inFlight{writers: cfg.Clients, windows: cfg.Rounds}); err != nil {
 			return rep, fmt.Errorf("%s: %w", s.name(), err)
 		}
 		res.Verified = true
@@ -414,9 +414,10 @@ func (s *lanceSystem) countConflicts(from, until time.Time) {
 // verify checks every table's latest version against the versions
 // acknowledged; an in-flight batch may have made one on each of its
 // tables.
-func (s *lanceSystem) verify(ctx context.Context, inFlight int) error {
+func (s *lanceSystem) verify(ctx context.Context, f inFlight) error {
 	w := &lanceWriter{s: s, base: s.rc.urls[0]}
-	return s.acked.check(func(t int) (int64, error) { return w.load(ctx, s.tables[t]) }, inFlight*max(s.batch, 1))
+	f.writers *= max(s.batch, 1)
+	return s.acked.check(func(t int) (int64, error) { return w.load(ctx, s.tables[t]) }, f)
 }
 
 // lanceWriter is one Lance writer. It remembers the latest version of

@@ -524,7 +524,7 @@ func parentPid(pid int) int {
 // and the insert committed together), that the replicas still streamed as
 // synchronous candidates at the end, and that each replica, once it has
 // replayed the primary's WAL, holds the same versions.
-func (s *postgresSystem) verify(ctx context.Context, inFlight int) error {
+func (s *postgresSystem) verify(ctx context.Context, f inFlight) error {
 	versions := map[int]int64{}
 	err := s.acked.check(func(t int) (int64, error) {
 		var v, n, lo, hi int64
@@ -539,7 +539,7 @@ func (s *postgresSystem) verify(ctx context.Context, inFlight int) error {
 		}
 		versions[t] = v
 		return v, nil
-	}, inFlight)
+	}, f)
 	if err != nil || s.replicas == 0 {
 		return err
 	}

@@ -159,18 +159,18 @@ func TestPostgresCommitsVerifiesAndCleansUp(t *testing.T) {
 	if pids := s.pids(); len(pids) <= 3 {
 		t.Errorf("pids %v: want the postmasters and their children", pids)
 	}
-	if err := s.verify(ctx, 0); err != nil {
+	if err := s.verify(ctx, inFlight{}); err != nil {
 		t.Fatal(err)
 	}
 	s.acked[1].Add(1)
-	if err := s.verify(ctx, 0); err == nil || !strings.Contains(err.Error(), "table 1") {
+	if err := s.verify(ctx, inFlight{}); err == nil || !strings.Contains(err.Error(), "table 1") {
 		t.Fatalf("verify with a commit too many acknowledged: %v", err)
 	}
 	s.acked[1].Add(-1)
 	if _, err := s.admin.Exec(ctx, "DELETE FROM commits WHERE table_id = 0 AND version = 1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.verify(ctx, 0); err == nil || !strings.Contains(err.Error(), "commit records") {
+	if err := s.verify(ctx, inFlight{}); err == nil || !strings.Contains(err.Error(), "commit records") {
 		t.Fatalf("verify with a commit record missing: %v", err)
 	}
 	s.close()
@@ -243,7 +243,7 @@ func TestPostgresLonePrimary(t *testing.T) {
 			t.Fatalf("commit: %d conflicts, %v", conflicts, err)
 		}
 	}
-	if err := s.verify(ctx, 0); err != nil {
+	if err := s.verify(ctx, inFlight{}); err != nil {
 		t.Fatal(err)
 	}
 }

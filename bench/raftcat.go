@@ -55,11 +55,11 @@ func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem
 
 func (s *raftcatSystem) name() string { return "raftcat" }
 
-func (s *raftcatSystem) verify(ctx context.Context, inFlight int) error {
+func (s *raftcatSystem) verify(ctx context.Context, f inFlight) error {
 	return s.acked.check(func(t int) (int64, error) {
 		w := &deltaWriter{s: s, url: s.tables[t]}
 		return w.load(ctx)
-	}, inFlight)
+	}, f)
 }
 
 func (s *raftcatSystem) pids() []int {

@@ -54,3 +54,29 @@ func TestTextComparesWithPostgres(t *testing.T) {
 		t.Errorf("comparisons not run printed:\n%s", text)
 	}
 }
+
+// A table with one writer may end each window with that writer's commit
+// applied but unacknowledged, however many tables there are; a table
+// shared by writers may end with one of each.
+func TestVerifyAllowsEachWritersCommitPerWindow(t *testing.T) {
+	tc := make(tableCounts, 1024)
+	tc[0].Store(1276)
+	at := func(v int64) func(int) (int64, error) {
+		return func(table int) (int64, error) {
+			if table == 0 {
+				return v, nil
+			}
+			return 0, nil
+		}
+	}
+	sixtyFour := inFlight{writers: 64, windows: 3}
+	if err := tc.check(at(1279), sixtyFour); err != nil {
+		t.Fatalf("one writer, three windows, three commits in flight: %v", err)
+	}
+	if err := tc.check(at(1280), sixtyFour); err == nil {
+		t.Fatal("four commits unacknowledged from one writer in three windows passed")
+	}
+	if got := (inFlight{writers: 32, windows: 3}).perTable(16); got != 6 {
+		t.Fatalf("two writers per table, three windows: bound %d, want 6", got)
+	}
+}

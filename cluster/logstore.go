@@ -27,11 +27,12 @@ const LogStoreAuto = "auto"
 // LogStores lists the values Config.LogStore accepts.
 var LogStores = []string{LogStoreAuto, LogStoreBoltDB, LogStoreWAL}
 
-// resolveLogStore decides where the log is kept. "auto" (or "") keeps the
-// store of a data directory that has one: raft/wal means raft-wal, and a
-// raft.db without it means the log is in raft.db, as every node started
-// before raft-wal was the default keeps it. A new data directory gets
-// raft-wal: one fsync per write instead of raft-boltdb's two.
+// resolveLogStore decides where the log is kept, as far as it can before
+// raft.db is opened. "auto" (or "") keeps the store of a data directory
+// that has one: raft/wal means raft-wal. A new data directory (no
+// raft.db) gets raft-wal: one fsync per write instead of raft-boltdb's two.
+// A raft.db without raft/wal leaves the choice to its content
+// (byContent), and LogStoreAuto is returned.
 func resolveLogStore(raftDir, configured string, hasWAL bool) (string, error) {
 	if configured != "" && configured != LogStoreAuto {
 		return configured, nil
@@ -42,11 +43,26 @@ func resolveLogStore(raftDir, configured string, hasWAL bool) (string, error) {
 	_, err := os.Stat(filepath.Join(raftDir, "raft.db"))
 	switch {
 	case err == nil:
-		return LogStoreBoltDB, nil
+		return LogStoreAuto, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return LogStoreWAL, nil
 	}
 	return "", err
+}
+
+// byContent decides for a raft.db without raft/wal: a log in it stays
+// there, as every node started before raft-wal was the default keeps it;
+// an empty one (a first start that failed before its log was made) is
+// only the stable store, and the log goes to raft-wal.
+func byContent(store raft.LogStore) (string, error) {
+	last, err := store.LastIndex()
+	if err != nil {
+		return "", fmt.Errorf("read raft.db: %w", err)
+	}
+	if last > 0 {
+		return LogStoreBoltDB, nil
+	}
+	return LogStoreWAL, nil
 }
 
 // walDir is where a node keeps a raft-wal log.

@@ -115,14 +115,9 @@ func (n *Node) start(f func()) {
 	go func() { defer n.wg.Done(); f() }()
 }
 
-func (n *Node) openRaft() error {
-	dir := filepath.Join(n.cfg.DataDir, "raft")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create raft dir: %w", err)
-	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
-		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
-	n.hlog = hlog
+// openLogs opens raft.db (the stable store) and the log store decided
+// for the data directory (see resolveLogStore).
+func (n *Node) openLogs(dir string) error {
 	hasWAL, err := walExists(dir)
 	if err != nil {
 		return err
@@ -132,8 +127,8 @@ func (n *Node) openRaft() error {
 		return err
 	}
 	prealloc := n.cfg.LogPreallocBytes
-	if logStore == LogStoreWAL || hasWAL {
-		prealloc = 0 // raft.db holds only the stable store (or is refused below)
+	if logStore != LogStoreBoltDB || hasWAL {
+		prealloc = 0 // raft.db holds only the stable store, already exists, or is refused below
 	}
 	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {
 		return err
@@ -144,7 +139,26 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
+	if logStore == LogStoreAuto {
+		if logStore, err = byContent(store); err != nil {
+			return err
+		}
+	}
 	if n.logs, err = n.openLogStore(dir, logStore, hasWAL); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (n *Node) openRaft() error {
+	dir := filepath.Join(n.cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create raft dir: %w", err)
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,
+		Output: &levelFilter{l: n.cfg.Logger.With("component", "raft")}})
+	n.hlog = hlog
+	if err := n.openLogs(dir); err != nil {
 		return err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)
@@ -198,7 +212,7 @@ func (n *Node) openRaft() error {
 		n.log.Info("waiting out read leases this node may have granted before it started", "wait", n.lease.duration)
 		time.Sleep(n.lease.duration)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, store, snaps, &leaseTransport{NetworkTransport: n.trans, lease: n.lease})
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, snaps, &leaseTransport{NetworkTransport: n.trans, lease: n.lease})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

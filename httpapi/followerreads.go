@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,20 +21,21 @@ import (
 
 // With Config.FollowerReads, followers answer linearizable reads (GET and
 // HEAD without a body) themselves instead of forwarding them. Before the
-// read, the follower
-// asks the leader for its read index: the commit index the leader read
-// after confirming that it still leads (at once under its read lease).
-// Once the follower has applied that index, its state holds every write
-// acknowledged before the read began, and it answers from it. Reads that
-// arrive while such a request is out share the next one, so the leader
-// answers one small request per round instead of every read.
+// read, the follower asks the leader for its read index: the leader reads
+// its commit index and then confirms that it still leads (at once under
+// its read lease). Once the follower has applied that index, its state
+// holds every write acknowledged before the read began, and it answers
+// from it. Reads that arrive while such a request is out share the next
+// one, so the leader answers one small request per round instead of every
+// read.
 //
 // A read that cannot get an index (no leader known, a leader that no
-// longer leads or does not know the request), a follower that does not
-// apply the index within followerApplyWait, and a read whose handler turns
-// out to need the leader (it proposes, such as a GET that activates a
-// link) are forwarded to the leader as before. The leader's own reads
-// are unchanged.
+// longer leads or does not know the request, or such a failure within the
+// last readIndexRetry), a follower that does not apply the index within
+// followerApplyWait, and a read whose handler turns out to need the
+// leader (it proposes, such as a GET that activates a link, or reads the
+// leader's state itself, such as a backup) are forwarded to the leader as
+// before. The leader's own reads are unchanged.
 //
 // The price is latency: the leader's commit index is usually ahead of what
 // the follower knows to be committed, so the read waits for the next
@@ -47,6 +50,7 @@ const ReadIndexPath = "/v1/cluster/read-index"
 const (
 	readIndexTimeout  = 2 * time.Second // one request for the leader's read index
 	followerApplyWait = time.Second     // applying it here, before forwarding instead
+	readIndexRetry    = time.Second     // after a failed request, forward reads for this long
 )
 
 type readIndexAnswer struct {
@@ -58,9 +62,10 @@ type followerReadKey struct{}
 
 // followerReads fetches the leader's read index in shared rounds.
 type followerReads struct {
-	s        *Server
-	rounds   *rounds.Rounds
-	outcomes *prometheus.CounterVec
+	s           *Server
+	rounds      *rounds.Rounds
+	outcomes    *prometheus.CounterVec
+	lastFailure atomic.Int64 // unix nanoseconds of the last failed round
 }
 
 func newFollowerReads(s *Server, reg prometheus.Registerer) *followerReads {
@@ -92,6 +97,10 @@ func (f *followerReads) readsHere(c echo.Context) bool {
 	if !f.s.cfg.FollowerReads || (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.ContentLength != 0 {
 		return false
 	}
+	if f.failedRecently() {
+		f.outcomes.WithLabelValues("forwarded").Inc()
+		return false
+	}
 	idx, err := f.rounds.Ticket().Wait(r.Context())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), followerApplyWait)
@@ -110,11 +119,12 @@ func (f *followerReads) readsHere(c echo.Context) bool {
 // serve answers a read here; it reports false, having written nothing,
 // when the handler needs the leader after all.
 func (f *followerReads) serve(c echo.Context, next echo.HandlerFunc) (bool, error) {
+	h := c.Response().Header()
+	before := h.Clone() // the request id and served-by, without what the handler adds
 	err := next(c)
 	if errors.Is(err, clusterapi.ErrNotLeader) && !c.Response().Committed {
-		h := c.Response().Header()
 		clear(h)
-		h.Set(HeaderServedBy, f.s.cluster.ID())
+		maps.Copy(h, before)
 		f.outcomes.WithLabelValues("forwarded").Inc()
 		return false, nil
 	}
@@ -129,9 +139,27 @@ func isFollowerRead(r *http.Request) bool {
 	return ok
 }
 
-// fetch asks the leader for its read index, over the relay connection
-// forwarded requests use.
+// failedRecently reports whether a round failed within the last
+// readIndexRetry: reads then go to the leader at once instead of each
+// waiting for another round to fail (no leader, a leader that does not
+// answer).
+func (f *followerReads) failedRecently() bool {
+	last := f.lastFailure.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < readIndexRetry
+}
+
+// fetch is one round: the leader's read index, or the time of the failure.
 func (f *followerReads) fetch() (uint64, error) {
+	idx, err := f.fetchOnce()
+	if err != nil {
+		f.lastFailure.Store(time.Now().UnixNano())
+	}
+	return idx, err
+}
+
+// fetchOnce asks the leader for its read index, over the relay connection
+// forwarded requests use.
+func (f *followerReads) fetchOnce() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readIndexTimeout)
 	defer cancel()
 	addr, err := f.s.cluster.LeaderHTTPAddr()

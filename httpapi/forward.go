@@ -22,9 +22,10 @@ var errLeaderUnreachable = errors.New("leader unreachable")
 
 // ToLeader is the middleware that sends every request that needs the
 // leader to it: writes, and reads that a follower cannot answer itself
-// (see followerReads) unless they opt into stale local state. On a follower the request is forwarded and the client gets the
-// leader's answer; a request that was already forwarded once is never
-// forwarded again. Groups mounted with ToLeader have it on every route.
+// (see followerReads) unless they opt into stale local state. On a
+// follower the request is forwarded and the client gets the leader's
+// answer; a request that was already forwarded once is never forwarded
+// again. Groups mounted with ToLeader have it on every route.
 func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set(HeaderServedBy, s.cluster.ID())

@@ -119,7 +119,7 @@ func TestMetricsUnderCommitLoad(t *testing.T) {
 		t.Errorf("requests for unknown paths counted %v times under route=unmatched, want 2", got)
 	}
 	checkBoundedLabels(t, onFollower, tables[0].tbl, tables[0].uuid)
-	for _, name := range []string{"raftcat_raft_commitTime", "raftcat_raft_boltdb_storeLogs", "raftcat_raft_leader_dispatchLog",
+	for _, name := range []string{"raftcat_raft_commitTime", "raftcat_raft_leader_dispatchLog",
 		"raftcat_build_info", "raftcat_raft_apply_lag_entries", "raftcat_raft_term", "raftcat_autopilot_failure_tolerance"} {
 		if after[name] == nil {
 			t.Errorf("%s is missing from the leader's /metrics", name)

@@ -400,18 +400,12 @@ func (cc *clientConn) breakLocked(err error) breakage {
 	return b
 }
 
-// finish closes the connection, fails the calls that were waiting and
-// forgets the connection.
+// finish forgets the connection, closes it and fails the calls that were
+// waiting. It forgets it first: a caller that saw its call fail and sends
+// again must get a new connection, not this one.
 func (b breakage) finish(cc *clientConn, servedUpTo *uint64) {
 	if !b.broke {
 		return
-	}
-	if b.conn != nil {
-		b.conn.Close()
-	}
-	for _, cl := range b.pending {
-		cl.err, cl.sent = cc.err, servedUpTo == nil || cl.id <= *servedUpTo
-		close(cl.done)
 	}
 	cc.client.mu.Lock()
 	if cc.client.conns[cc.addr] == cc {
@@ -419,6 +413,13 @@ func (b breakage) finish(cc *clientConn, servedUpTo *uint64) {
 	}
 	delete(cc.client.all, cc)
 	cc.client.mu.Unlock()
+	if b.conn != nil {
+		b.conn.Close()
+	}
+	for _, cl := range b.pending {
+		cl.err, cl.sent = cc.err, servedUpTo == nil || cl.id <= *servedUpTo
+		close(cl.done)
+	}
 }
 
 // writeLoop writes queued frames. Ids are given in the order frames go

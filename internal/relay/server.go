@@ -115,10 +115,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve(r.Context(), sc, rw.Reader)
 }
 
-// workers returns the server's worker pool, shared by its connections.
-func (s *Server) workers() *workers {
+// countServed counts a request served and returns the worker pool the
+// server's connections share.
+func (s *Server) countServed() *workers {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.served++
 	if s.pool == nil {
 		s.pool = newWorkers(workerIdle)
 	}
@@ -164,11 +166,9 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 		sc.last = id
 		sc.handlers.Add(1)
 		sc.mu.Unlock()
-		s.mu.Lock()
-		s.served++
-		s.mu.Unlock()
+		pool := s.countServed()
 		sc.slots <- struct{}{}
-		s.workers().run(func() {
+		pool.run(func() {
 			defer sc.handlers.Done()
 			answer := serveFrame(ctx, s.Handler, remote, id, payload)
 			<-sc.slots

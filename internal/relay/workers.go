@@ -9,7 +9,8 @@ import (
 // Serving a request grows a goroutine's stack (JSON encoding is deep), and
 // a fresh goroutine per request pays for that growth, a copy of the
 // stack, every time; a worker that has served one keeps its stack for
-// the next. Workers are started as needed and leave after idle time
+// the next (the collector may halve an idle worker's stack, so a worker
+// grows it again at most once per collection, not once per request). Workers are started as needed and leave after idle time
 // without work, so the pool follows the load.
 type workers struct {
 	idle time.Duration

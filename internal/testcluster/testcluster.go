@@ -81,7 +81,8 @@ type Options struct {
 	// Objects configures the nodes' own access to table storage (an S3
 	// endpoint, say).
 	Objects storage.BlobOptions
-	// LogStore is where the nodes keep their raft log ("": boltdb).
+	// LogStore is where the nodes keep their raft log ("": auto, so
+	// raft-wal in the new data directories tests start).
 	LogStore string
 	// Logger, if set, gives each node its logger (by node id).
 	Logger func(id string) *slog.Logger
