@@ -11,6 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/raftcat/raftcat/internal/metrics"
 )
 
 // A Stage is one part of a commit's path, as the nodes' own metrics time
@@ -113,7 +115,7 @@ func breakdown(before, after metricsSnapshot) []Stage {
 func (d stageDef) total(snap metricsSnapshot) (sum, count float64) {
 	for _, fams := range snap {
 		for _, m := range fams[d.family].GetMetric() {
-			if !hasLabels(m, d.labels) {
+			if !metrics.HasLabels(m, d.labels) {
 				continue
 			}
 			switch {
@@ -125,16 +127,6 @@ func (d stageDef) total(snap metricsSnapshot) (sum, count float64) {
 		}
 	}
 	return sum, count
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	found := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			found++
-		}
-	}
-	return found == len(want)
 }
 
 // writeBreakdown prints the stages as a table.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/raftcat/raftcat/internal/logging"
+	"github.com/raftcat/raftcat/internal/metrics"
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
@@ -40,7 +41,7 @@ func scrape(t testing.TB, base string) map[string]*dto.MetricFamily {
 func sum(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	var total float64
 	for _, m := range fams[name].GetMetric() {
-		if !hasLabels(m, want) {
+		if !metrics.HasLabels(m, want) {
 			continue
 		}
 		switch {
@@ -53,16 +54,6 @@ func sum(fams map[string]*dto.MetricFamily, name string, want map[string]string)
 		}
 	}
 	return total
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	found := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			found++
-		}
-	}
-	return found == len(want)
 }
 
 func TestMetricsUnderCommitLoad(t *testing.T) {
