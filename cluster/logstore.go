@@ -20,49 +20,25 @@ const (
 	LogStoreWAL    = "wal"    // the log in raft-wal segment files under raft/wal
 )
 
-// LogStoreAuto keeps the store a data directory's log is in, and puts a
-// new data directory's log in raft-wal.
+// LogStoreAuto keeps the store a data directory's log is in: raft-wal
+// where raft/wal exists, raft-boltdb otherwise (a new data directory
+// included). raft-wal stays opt-in: v0.4.0 can fail to reopen a log after
+// the process was killed ("sealed segment has no index block").
 const LogStoreAuto = "auto"
 
 // LogStores lists the values Config.LogStore accepts.
 var LogStores = []string{LogStoreAuto, LogStoreBoltDB, LogStoreWAL}
 
-// resolveLogStore decides where the log is kept, as far as it can before
-// raft.db is opened. "auto" (or "") keeps the store of a data directory
-// that has one: raft/wal means raft-wal. A new data directory (no
-// raft.db) gets raft-wal: one fsync per write instead of raft-boltdb's two.
-// A raft.db without raft/wal leaves the choice to its content
-// (byContent), and LogStoreAuto is returned.
-func resolveLogStore(raftDir, configured string, hasWAL bool) (string, error) {
-	if configured != "" && configured != LogStoreAuto {
-		return configured, nil
-	}
-	if hasWAL {
-		return LogStoreWAL, nil
-	}
-	_, err := os.Stat(filepath.Join(raftDir, "raft.db"))
+// resolveLogStore decides where the log is kept: the configured store,
+// or for "auto" (and "") the one the data directory has (LogStoreAuto).
+func resolveLogStore(configured string, hasWAL bool) string {
 	switch {
-	case err == nil:
-		return LogStoreAuto, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return LogStoreWAL, nil
+	case configured != "" && configured != LogStoreAuto:
+		return configured
+	case hasWAL:
+		return LogStoreWAL
 	}
-	return "", err
-}
-
-// byContent decides for a raft.db without raft/wal: a log in it stays
-// there, as every node started before raft-wal was the default keeps it;
-// an empty one (a first start that failed before its log was made) is
-// only the stable store, and the log goes to raft-wal.
-func byContent(store raft.LogStore) (string, error) {
-	last, err := store.LastIndex()
-	if err != nil {
-		return "", fmt.Errorf("read raft.db: %w", err)
-	}
-	if last > 0 {
-		return LogStoreBoltDB, nil
-	}
-	return LogStoreWAL, nil
+	return LogStoreBoltDB
 }
 
 // walDir is where a node keeps a raft-wal log.

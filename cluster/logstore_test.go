@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
 	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
@@ -66,9 +64,8 @@ func TestLogStoreMismatchIsRefused(t *testing.T) {
 	}
 }
 
-// TestLogStoreAuto: auto puts a new data directory's log in raft-wal and
-// keeps a data directory's log where it is, so a node started before
-// raft-wal was the default still finds its log in raft.db.
+// TestLogStoreAuto: auto puts a new data directory's log in raft.db and
+// keeps a data directory's log where it is, raft-wal included.
 func TestLogStoreAuto(t *testing.T) {
 	for _, made := range []string{cluster.LogStoreAuto, cluster.LogStoreBoltDB, cluster.LogStoreWAL} {
 		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: made})[0]
@@ -78,7 +75,7 @@ func TestLogStoreAuto(t *testing.T) {
 		}
 		nd.Stop()
 		_, err := os.Stat(filepath.Join(nd.Dir, "raft", "wal"))
-		if hasWAL := err == nil; hasWAL != (made != cluster.LogStoreBoltDB) {
+		if hasWAL := err == nil; hasWAL != (made == cluster.LogStoreWAL) {
 			t.Fatalf("made with %s: raft/wal exists %v", made, hasWAL)
 		}
 		n, err := cluster.Open(cluster.Config{NodeID: nd.ID(), DataDir: nd.Dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
@@ -88,30 +85,5 @@ func TestLogStoreAuto(t *testing.T) {
 		}
 		testcluster.WaitFor(t, 10*time.Second, "the catalog replayed", func() bool { _, ok := n.State().Catalog("auto_" + made); return ok })
 		n.Shutdown()
-	}
-}
-
-// TestLogStoreAutoEmptyRaftDB: a raft.db with no log in it (a first start
-// that failed before the log was made) is only the stable store: auto puts
-// the log in raft-wal.
-func TestLogStoreAutoEmptyRaftDB(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "raft"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	empty, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft", "raft.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	empty.Close()
-	n, err := cluster.Open(cluster.Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
-		BootstrapExpect: 1, DisableReadLease: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testcluster.WaitFor(t, 10*time.Second, "a leader", n.IsLeader)
-	n.Shutdown()
-	if _, err := os.Stat(filepath.Join(dir, "raft", "wal")); err != nil {
-		t.Fatalf("the log did not go to raft-wal: %v", err)
 	}
 }

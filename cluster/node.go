@@ -122,13 +122,10 @@ func (n *Node) openLogs(dir string) error {
 	if err != nil {
 		return err
 	}
-	logStore, err := resolveLogStore(dir, n.cfg.LogStore, hasWAL)
-	if err != nil {
-		return err
-	}
+	logStore := resolveLogStore(n.cfg.LogStore, hasWAL)
 	prealloc := n.cfg.LogPreallocBytes
-	if logStore != LogStoreBoltDB || hasWAL {
-		prealloc = 0 // raft.db holds only the stable store, already exists, or is refused below
+	if logStore == LogStoreWAL || hasWAL {
+		prealloc = 0 // raft.db holds only the stable store (or is refused below)
 	}
 	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {
 		return err
@@ -139,11 +136,6 @@ func (n *Node) openLogs(dir string) error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
-	if logStore == LogStoreAuto {
-		if logStore, err = byContent(store); err != nil {
-			return err
-		}
-	}
 	if n.logs, err = n.openLogStore(dir, logStore, hasWAL); err != nil {
 		return err
 	}
