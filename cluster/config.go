@@ -44,8 +44,8 @@ type Config struct {
 	// filesystem blocks (0: none).
 	LogPreallocBytes int64
 	// LogStore is where the raft log is kept: LogStoreAuto ("" too: the
-	// store the data directory has, raft-boltdb for a new one),
-	// LogStoreBoltDB or LogStoreWAL.
+	// store the data directory has, segment files for a new one),
+	// LogStoreSegments, LogStoreBoltDB or LogStoreWAL.
 	LogStore string
 	// GroupCommitBatches is how many batches of proposals may be in raft
 	// at once; proposals arriving meanwhile wait to leave together (0: 1).

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/raftcat/raftcat/internal/raftlog"
 )
 
 // LogEntry is one raft log entry as a stopped node's data directory holds it.
@@ -19,8 +21,8 @@ type LogEntry struct {
 	Data        []byte
 }
 
-// LogReader reads a stopped node's raft log, kept in raft-boltdb or in
-// raft-wal. It fails at once while the node runs (raft.db is locked).
+// LogReader reads a stopped node's raft log, kept in segment files, in
+// raft-boltdb or in raft-wal. It fails at once while the node runs (raft.db is locked).
 type LogReader struct {
 	logs    raft.LogStore
 	closers []io.Closer // the WAL first, then raft.db
@@ -39,18 +41,36 @@ func OpenLog(dataDir string) (*LogReader, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r := &LogReader{logs: store, closers: []io.Closer{store}}
-	hasWAL, err := walExists(raftDir)
-	if err == nil && hasWAL {
-		var w *walStore
-		if w, err = openWAL(raftDir, nil); err == nil {
-			r.logs, r.closers = w, append([]io.Closer{w}, r.closers...)
-		}
-	}
-	if err != nil {
+	if err := r.openLogStore(raftDir); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// openLogStore reads the log from raft-wal or segment files when the
+// data directory keeps it there.
+func (r *LogReader) openLogStore(raftDir string) error {
+	existing, err := existingLogStore(raftDir)
+	var logs interface {
+		raft.LogStore
+		io.Closer
+	}
+	switch {
+	case err != nil:
+		return err
+	case existing == LogStoreWAL:
+		logs, err = openWAL(raftDir, nil)
+	case existing == LogStoreSegments:
+		logs, err = raftlog.Open(segmentsDir(raftDir), raftlog.Options{ReadOnly: true})
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.logs, r.closers = logs, append([]io.Closer{logs}, r.closers...)
+	return nil
 }
 
 // Bounds returns the first and last index the log holds.

@@ -11,72 +11,108 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+
+	"github.com/raftcat/raftcat/internal/raftlog"
 )
 
 // The stores a node can keep its raft log in. raft-boltdb's file
-// (raft/raft.db) is the stable store (term, vote) either way.
+// (raft/raft.db) is the stable store (term, vote) in every case.
 const (
-	LogStoreBoltDB = "boltdb" // the log in raft/raft.db with the stable store
-	LogStoreWAL    = "wal"    // the log in raft-wal segment files under raft/wal
+	LogStoreSegments = "segments" // the log in segment files under raft/segments (internal/raftlog)
+	LogStoreBoltDB   = "boltdb"   // the log in raft/raft.db with the stable store
+	LogStoreWAL      = "wal"      // the log in raft-wal segment files under raft/wal
 )
 
-// LogStoreAuto keeps the store a data directory's log is in: raft-wal
-// where raft/wal exists, raft-boltdb otherwise (a new data directory
-// included). raft-wal stays opt-in: v0.4.0 can fail to reopen a log after
-// the process was killed ("sealed segment has no index block").
+// LogStoreAuto keeps the store a data directory's log is in and puts a
+// new data directory's log in segment files. raft-wal is never chosen
+// for a new one: v0.4.0 can fail to reopen a log after the process was
+// killed ("sealed segment has no index block").
 const LogStoreAuto = "auto"
 
 // LogStores lists the values Config.LogStore accepts.
-var LogStores = []string{LogStoreAuto, LogStoreBoltDB, LogStoreWAL}
+var LogStores = []string{LogStoreAuto, LogStoreSegments, LogStoreBoltDB, LogStoreWAL}
 
 // resolveLogStore decides where the log is kept: the configured store,
-// or for "auto" (and "") the one the data directory has (LogStoreAuto).
-func resolveLogStore(configured string, hasWAL bool) string {
+// or for "auto" (and "") the one the data directory has (existing) or,
+// for a new one, segment files.
+func resolveLogStore(configured, existing string) string {
 	switch {
 	case configured != "" && configured != LogStoreAuto:
 		return configured
-	case hasWAL:
-		return LogStoreWAL
+	case existing != "":
+		return existing
 	}
-	return LogStoreBoltDB
+	return LogStoreSegments
 }
 
 // walDir is where a node keeps a raft-wal log.
 func walDir(raftDir string) string { return filepath.Join(raftDir, "wal") }
 
-// walExists reports whether raftDir holds a raft-wal log.
-func walExists(raftDir string) (bool, error) {
-	_, err := os.Stat(walDir(raftDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+// segmentsDir is where a node keeps a segment file log.
+func segmentsDir(raftDir string) string { return filepath.Join(raftDir, "segments") }
+
+// existingLogStore returns the store whose files raftDir holds: raft-wal's
+// or segment files' directory, else raft.db ("" for none: a new data
+// directory). raft.db is there with the others too, as the stable store.
+func existingLogStore(raftDir string) (string, error) {
+	for _, c := range []struct{ store, path string }{
+		{LogStoreWAL, walDir(raftDir)}, {LogStoreSegments, segmentsDir(raftDir)}, {LogStoreBoltDB, filepath.Join(raftDir, "raft.db")},
+	} {
+		_, err := os.Stat(c.path)
+		if err == nil {
+			return c.store, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
 	}
-	return err == nil, err
+	return "", nil
 }
 
 // openLogStore opens the log store resolved for the data directory. A
-// data directory whose log is in the other store is refused: starting it
-// with an empty log would lose its entries.
-func (n *Node) openLogStore(raftDir, store string, hasWAL bool) (raft.LogStore, error) {
-	if store != LogStoreWAL {
-		if hasWAL {
-			return nil, fmt.Errorf("%s holds this node's raft log: start it with --raft-log-store %s", walDir(raftDir), LogStoreWAL)
+// data directory whose log is in another store is refused: starting it
+// with an empty log would lose its entries. raft.db without log entries
+// is only a stable store.
+func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, error) {
+	if existing == LogStoreBoltDB {
+		last, err := n.store.LastIndex()
+		if err != nil {
+			return nil, fmt.Errorf("read raft.db: %w", err)
 		}
-		return n.store, nil
+		if last == 0 {
+			existing = ""
+		}
 	}
-	last, err := n.store.LastIndex()
-	if err != nil {
-		return nil, fmt.Errorf("read raft.db: %w", err)
+	if existing != "" && existing != store {
+		return nil, fmt.Errorf("%s holds this node's raft log: start it with --raft-log-store %s", logStorePath(raftDir, existing), existing)
 	}
-	if last > 0 {
-		return nil, fmt.Errorf("%s holds this node's raft log (last index %d): start it with --raft-log-store %s",
-			filepath.Join(raftDir, "raft.db"), last, LogStoreBoltDB)
+	switch store {
+	case LogStoreWAL:
+		w, err := openWAL(raftDir, n.hlog)
+		if err != nil {
+			return nil, err
+		}
+		n.wal = w
+		return w, nil
+	case LogStoreSegments:
+		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open raft log %s: %w", segmentsDir(raftDir), err)
+		}
+		n.segments = s
+		return s, nil
 	}
-	w, err := openWAL(raftDir, n.hlog)
-	if err != nil {
-		return nil, err
+	return n.store, nil
+}
+
+func logStorePath(raftDir, store string) string {
+	switch store {
+	case LogStoreWAL:
+		return walDir(raftDir)
+	case LogStoreSegments:
+		return segmentsDir(raftDir)
 	}
-	n.wal = w
-	return w, nil
+	return filepath.Join(raftDir, "raft.db")
 }
 
 // openWAL opens (or creates) the raft-wal log in raftDir. raft-wal does

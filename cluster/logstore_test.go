@@ -14,12 +14,18 @@ import (
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
-// TestRaftWALLogStore runs three nodes with their raft log in raft-wal:
-// writes commit, and a restarted node replays its log from the WAL.
-func TestRaftWALLogStore(t *testing.T) {
-	nodes := testcluster.Start(t, 3, testcluster.Options{LogStore: cluster.LogStoreWAL})
+// TestLogStores runs three nodes with their raft log in each store:
+// writes commit, and a restarted node replays its log.
+func TestLogStores(t *testing.T) {
+	for _, store := range []string{cluster.LogStoreSegments, cluster.LogStoreBoltDB, cluster.LogStoreWAL} {
+		t.Run(store, func(t *testing.T) { testLogStore(t, store) })
+	}
+}
+
+func testLogStore(t *testing.T, store string) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{LogStore: store})
 	leader := testcluster.Leader(t, nodes)
-	for _, name := range []string{"wal_a", "wal_b"} {
+	for _, name := range []string{"log_a", "log_b"} {
 		r := testcluster.Do(t, http.MethodPost, leader.URL+"/api/2.1/unity-catalog/catalogs", map[string]any{"name": name})
 		if r.Status != http.StatusOK {
 			t.Fatalf("create catalog %s: %d %v", name, r.Status, r.Body)
@@ -31,7 +37,7 @@ func TestRaftWALLogStore(t *testing.T) {
 	follower.Restart(t)
 	testcluster.WaitReady(t, follower)
 	requireConverged(t, nodes)
-	if _, ok := follower.State().Catalog("wal_b"); !ok {
+	if _, ok := follower.State().Catalog("log_b"); !ok {
 		t.Fatal("the restarted node lost a catalog its log held")
 	}
 }
@@ -42,6 +48,9 @@ func TestLogStoreMismatchIsRefused(t *testing.T) {
 	for _, c := range []struct{ made, opened string }{
 		{cluster.LogStoreWAL, cluster.LogStoreBoltDB},
 		{cluster.LogStoreBoltDB, cluster.LogStoreWAL},
+		{cluster.LogStoreSegments, cluster.LogStoreBoltDB},
+		{cluster.LogStoreBoltDB, cluster.LogStoreSegments},
+		{cluster.LogStoreWAL, cluster.LogStoreSegments},
 	} {
 		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: c.made})[0]
 		nd.Stop()
@@ -64,19 +73,22 @@ func TestLogStoreMismatchIsRefused(t *testing.T) {
 	}
 }
 
-// TestLogStoreAuto: auto puts a new data directory's log in raft.db and
-// keeps a data directory's log where it is, raft-wal included.
+// TestLogStoreAuto: auto puts a new data directory's log in segment files
+// and keeps a data directory's log where it is.
 func TestLogStoreAuto(t *testing.T) {
-	for _, made := range []string{cluster.LogStoreAuto, cluster.LogStoreBoltDB, cluster.LogStoreWAL} {
+	dirs := map[string]string{cluster.LogStoreAuto: "segments", cluster.LogStoreSegments: "segments", cluster.LogStoreWAL: "wal"}
+	for _, made := range []string{cluster.LogStoreAuto, cluster.LogStoreSegments, cluster.LogStoreBoltDB, cluster.LogStoreWAL} {
 		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: made})[0]
 		r := testcluster.Do(t, http.MethodPost, nd.URL+"/api/2.1/unity-catalog/catalogs", map[string]any{"name": "auto_" + made})
 		if r.Status != http.StatusOK {
 			t.Fatalf("create catalog: %d %v", r.Status, r.Body)
 		}
 		nd.Stop()
-		_, err := os.Stat(filepath.Join(nd.Dir, "raft", "wal"))
-		if hasWAL := err == nil; hasWAL != (made == cluster.LogStoreWAL) {
-			t.Fatalf("made with %s: raft/wal exists %v", made, hasWAL)
+		for _, dir := range []string{"segments", "wal"} {
+			_, err := os.Stat(filepath.Join(nd.Dir, "raft", dir))
+			if has := err == nil; has != (dirs[made] == dir) {
+				t.Fatalf("made with %s: raft/%s exists %v", made, dir, has)
+			}
 		}
 		n, err := cluster.Open(cluster.Config{NodeID: nd.ID(), DataDir: nd.Dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
 			BootstrapExpect: 1, LogStore: cluster.LogStoreAuto, DisableReadLease: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

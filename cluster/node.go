@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/raftlog"
 	"github.com/raftcat/raftcat/internal/statecount"
 )
 
@@ -37,6 +38,7 @@ type Node struct {
 	digest    string
 	store     *raftboltdb.BoltStore // the stable store, and the log store with LogStoreBoltDB
 	wal       *walStore             // the log store with LogStoreWAL
+	segments  *raftlog.Store        // the log store with LogStoreSegments
 	logs      raft.LogStore         // the log store in use
 	snaps     raft.SnapshotStore
 	trans     *raft.NetworkTransport
@@ -118,13 +120,13 @@ func (n *Node) start(f func()) {
 // openLogs opens raft.db (the stable store) and the log store decided
 // for the data directory (see resolveLogStore).
 func (n *Node) openLogs(dir string) error {
-	hasWAL, err := walExists(dir)
+	existing, err := existingLogStore(dir)
 	if err != nil {
 		return err
 	}
-	logStore := resolveLogStore(n.cfg.LogStore, hasWAL)
+	logStore := resolveLogStore(n.cfg.LogStore, existing)
 	prealloc := n.cfg.LogPreallocBytes
-	if logStore == LogStoreWAL || hasWAL {
+	if logStore != LogStoreBoltDB {
 		prealloc = 0 // raft.db holds only the stable store (or is refused below)
 	}
 	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {
@@ -136,7 +138,7 @@ func (n *Node) openLogs(dir string) error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
-	if n.logs, err = n.openLogStore(dir, logStore, hasWAL); err != nil {
+	if n.logs, err = n.openLogStore(dir, logStore, existing); err != nil {
 		return err
 	}
 	return nil
@@ -300,6 +302,9 @@ func (n *Node) closeStores() {
 	}
 	if n.wal != nil {
 		_ = n.wal.Close()
+	}
+	if n.segments != nil {
+		_ = n.segments.Close()
 	}
 	if n.store != nil {
 		_ = n.store.Close()

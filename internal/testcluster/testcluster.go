@@ -82,7 +82,7 @@ type Options struct {
 	// endpoint, say).
 	Objects storage.BlobOptions
 	// LogStore is where the nodes keep their raft log ("": auto, so
-	// raft-boltdb in the new data directories tests start).
+	// segment files in the new data directories tests start).
 	LogStore string
 	// Logger, if set, gives each node its logger (by node id).
 	Logger func(id string) *slog.Logger
