@@ -25,7 +25,7 @@ type LogEntry struct {
 // raft-boltdb or in raft-wal. It fails at once while the node runs (raft.db is locked).
 type LogReader struct {
 	logs    raft.LogStore
-	closers []io.Closer // the WAL first, then raft.db
+	closers []io.Closer // the log store first (if not raft.db), then raft.db
 }
 
 // OpenLog opens the raft log below dataDir.

@@ -51,14 +51,23 @@ func walDir(raftDir string) string { return filepath.Join(raftDir, "wal") }
 // segmentsDir is where a node keeps a segment file log.
 func segmentsDir(raftDir string) string { return filepath.Join(raftDir, "segments") }
 
-// existingLogStore returns the store whose files raftDir holds: raft-wal's
-// or segment files' directory, else raft.db ("" for none: a new data
-// directory). raft.db is there with the others too, as the stable store.
+// logStorePaths is where each store keeps the log, in the order
+// existingLogStore looks: raft.db is there with the others too, as the
+// stable store.
+var logStorePaths = []struct {
+	store string
+	path  func(raftDir string) string
+}{
+	{LogStoreWAL, walDir},
+	{LogStoreSegments, segmentsDir},
+	{LogStoreBoltDB, func(raftDir string) string { return filepath.Join(raftDir, "raft.db") }},
+}
+
+// existingLogStore returns the store whose files raftDir holds ("" for
+// none: a new data directory).
 func existingLogStore(raftDir string) (string, error) {
-	for _, c := range []struct{ store, path string }{
-		{LogStoreWAL, walDir(raftDir)}, {LogStoreSegments, segmentsDir(raftDir)}, {LogStoreBoltDB, filepath.Join(raftDir, "raft.db")},
-	} {
-		_, err := os.Stat(c.path)
+	for _, c := range logStorePaths {
+		_, err := os.Stat(c.path(raftDir))
 		if err == nil {
 			return c.store, nil
 		}
@@ -106,13 +115,12 @@ func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, err
 }
 
 func logStorePath(raftDir, store string) string {
-	switch store {
-	case LogStoreWAL:
-		return walDir(raftDir)
-	case LogStoreSegments:
-		return segmentsDir(raftDir)
+	for _, c := range logStorePaths {
+		if c.store == store {
+			return c.path(raftDir)
+		}
 	}
-	return filepath.Join(raftDir, "raft.db")
+	return raftDir
 }
 
 // openWAL opens (or creates) the raft-wal log in raftDir. raft-wal does

@@ -51,6 +51,7 @@ func TestLogStoreMismatchIsRefused(t *testing.T) {
 		{cluster.LogStoreSegments, cluster.LogStoreBoltDB},
 		{cluster.LogStoreBoltDB, cluster.LogStoreSegments},
 		{cluster.LogStoreWAL, cluster.LogStoreSegments},
+		{cluster.LogStoreSegments, cluster.LogStoreWAL},
 	} {
 		nd := testcluster.Start(t, 1, testcluster.Options{LogStore: c.made})[0]
 		nd.Stop()

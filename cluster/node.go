@@ -126,7 +126,7 @@ func (n *Node) openLogs(dir string) error {
 	}
 	logStore := resolveLogStore(n.cfg.LogStore, existing)
 	prealloc := n.cfg.LogPreallocBytes
-	if logStore != LogStoreBoltDB {
+	if logStore != LogStoreBoltDB || (existing != "" && existing != LogStoreBoltDB) {
 		prealloc = 0 // raft.db holds only the stable store (or is refused below)
 	}
 	if err := preallocateLog(filepath.Join(dir, "raft.db"), prealloc); err != nil {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/internal/testcluster"
@@ -11,10 +12,11 @@ import (
 // With follower reads, a follower answers loads itself, and every load
 // sees every commit acknowledged before it began, wherever the commit
 // was made: each commit goes through one follower and the next load
-// through the other.
+// through the other. The nodes' roles must hold for the whole test, so
+// their heartbeat timeout is longer than a loaded machine's stalls.
 func TestFollowerReadsSeeEveryAcknowledgedCommit(t *testing.T) {
 	t.Parallel()
-	nodes := testcluster.Start(t, 3, testcluster.Options{FollowerReads: true})
+	nodes := testcluster.Start(t, 3, testcluster.Options{FollowerReads: true, Heartbeat: 2 * time.Second})
 	leader := testcluster.Leader(t, nodes)
 	fs := testcluster.Followers(nodes, leader)
 	writer, reader := &api{t: t, base: fs[0].URL}, &api{t: t, base: fs[1].URL}

@@ -133,7 +133,7 @@ func requireIndex(t testing.TB, r reply) uint64 {
 	v := r.header.Get(headerIndex)
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n == 0 {
-		t.Fatalf("%s header = %q, want a positive integer (status %d)", headerIndex, v, r.status)
+		t.Fatalf("%s header = %q, want a positive integer (status %d: %s)", headerIndex, v, r.status, r.raw)
 	}
 	return n
 }

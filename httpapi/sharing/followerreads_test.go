@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/sharing"
@@ -16,7 +17,7 @@ import (
 // follower it is forwarded and answers as the leader would, while the
 // recipient's listing is answered by the follower itself.
 func TestFollowerReadsForwardReadsThatWrite(t *testing.T) {
-	nodes := testcluster.Start(t, 3, testcluster.Options{FollowerReads: true})
+	nodes := testcluster.Start(t, 3, testcluster.Options{FollowerReads: true, Heartbeat: 2 * time.Second}) // roles must hold
 	leader := testcluster.Leader(t, nodes)
 	f := testcluster.Followers(nodes, leader)[0]
 	p := provider{t: t, url: f.URL}

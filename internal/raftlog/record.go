@@ -27,19 +27,24 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// seed is the chain value a segment's first record continues from.
-func seed(base uint64) uint32 {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], base)
+// seed is the chain value a segment's first record continues from: its
+// sequence number and base index, so a record never passes for one of
+// another segment.
+func seed(seq, base uint64) uint32 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], seq)
+	binary.LittleEndian.PutUint64(b[8:], base)
 	return crc32.Checksum(b[:], castagnoli)
 }
+
+// recordLen is the size of l's record.
+func recordLen(l *raft.Log) int { return headerLen + fixedLen + len(l.Data) + len(l.Extensions) }
 
 // appendRecord appends l's record, chained to prev, and returns its crc.
 func appendRecord(dst []byte, l *raft.Log, prev uint32) ([]byte, uint32) {
 	start := len(dst)
-	size := fixedLen + len(l.Data) + len(l.Extensions)
 	dst = binary.LittleEndian.AppendUint32(dst, 0)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(size))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(recordLen(l)-headerLen))
 	dst = binary.LittleEndian.AppendUint64(dst, l.Index)
 	dst = binary.LittleEndian.AppendUint64(dst, l.Term)
 	dst = append(dst, byte(l.Type))
@@ -73,8 +78,8 @@ func checkRecord(rec []byte, prev uint32) (uint32, bool) {
 	return crc, dataLen <= len(rec)-headerLen-fixedLen
 }
 
-// decodeRecord fills l from a checked record. Data and Extensions are
-// copies: rec may be reused.
+// decodeRecord fills l from a checked record. Data and Extensions share
+// rec's memory.
 func decodeRecord(rec []byte, l *raft.Log) {
 	b := rec[headerLen:]
 	l.Index = binary.LittleEndian.Uint64(b)
@@ -86,10 +91,10 @@ func decodeRecord(rec []byte, l *raft.Log) {
 	}
 	dataLen := int(binary.LittleEndian.Uint32(b[25:]))
 	rest := b[fixedLen:]
-	l.Data = append([]byte(nil), rest[:dataLen]...)
+	l.Data = rest[:dataLen:dataLen]
 	l.Extensions = nil
 	if len(rest) > dataLen {
-		l.Extensions = append([]byte(nil), rest[dataLen:]...)
+		l.Extensions = rest[dataLen:]
 	}
 }
 

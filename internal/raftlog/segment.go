@@ -5,12 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -19,53 +18,64 @@ import (
 // zeros when made), so a write never changes the file's size and its sync
 // flushes data only.
 type segment struct {
-	base uint64
-	path string
-	f    *os.File
-	size int64
-	offs []int64 // offs[i]: the offset of record base+i; the last one is where the next goes
-	tail uint32  // the chain value the next record continues from
+	seq, base uint64 // seq orders segments and tells generations apart
+	path      string
+	f         *os.File
+	size      int64
+	offs      []int64  // offs[i]: the offset of record base+i; the last one is where the next goes
+	crcs      []uint32 // crcs[i]: record base+i's crc
 }
 
-func (g *segment) count() uint64 { return uint64(len(g.offs) - 1) }
+func (g *segment) count() uint64 { return uint64(len(g.crcs)) }
 func (g *segment) end() int64    { return g.offs[len(g.offs)-1] }
 
 // lastIndex is the segment's last index (base-1 when it is empty).
 func (g *segment) lastIndex() uint64 { return g.base + g.count() - 1 }
 
-func (g *segment) holds(i uint64) bool { return i >= g.base && i-g.base < g.count() }
+// next is the index the segment's next record must have.
+func (g *segment) next() uint64 { return g.base + g.count() }
+
+// tail is the chain value the next record continues from.
+func (g *segment) tail() uint32 { return g.chain(g.count()) }
+
+// chain is the chain value record base+k continues from.
+func (g *segment) chain(k uint64) uint32 {
+	if k == 0 {
+		return seed(g.seq, g.base)
+	}
+	return g.crcs[k-1]
+}
 
 const segmentExt = ".seg"
 
-func segmentName(base uint64) string { return fmt.Sprintf("%020d%s", base, segmentExt) }
+// segmentName names a segment file by sequence number and base index.
+func segmentName(seq, base uint64) string { return fmt.Sprintf("%020d-%020d%s", seq, base, segmentExt) }
 
-// listSegments returns the segment files in dir by base, oldest first.
-func listSegments(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
+type segmentID struct{ seq, base uint64 }
+
+// listSegments returns the segment files in dir, by sequence number.
+func listSegments(dir string) ([]segmentID, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*"+segmentExt))
 	if err != nil {
 		return nil, err
 	}
-	var bases []uint64
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), segmentExt)
-		if !ok {
-			continue
+	var ids []segmentID
+	for _, p := range paths {
+		var id segmentID
+		if _, err := fmt.Sscanf(filepath.Base(p), "%020d-%020d"+segmentExt, &id.seq, &id.base); err != nil || id.seq == 0 || id.base == 0 {
+			return nil, fmt.Errorf("raftlog: %s is not a segment file's name", filepath.Base(p))
 		}
-		base, err := strconv.ParseUint(name, 10, 64)
-		if err != nil || base == 0 {
-			return nil, fmt.Errorf("raftlog: %s is not a segment file's name", e.Name())
-		}
-		bases = append(bases, base)
+		ids = append(ids, id)
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, nil
+	sort.Slice(ids, func(i, j int) bool { return ids[i].seq < ids[j].seq })
+	return ids, nil
 }
 
 // openSegment opens a segment file and reads its records, up to the
 // first that is not whole and chained to the one before (a write a crash
 // cut short, or the zeros after the last record).
-func openSegment(dir string, base uint64, readOnly bool) (*segment, error) {
-	path := filepath.Join(dir, segmentName(base))
+func openSegment(dir string, id segmentID, readOnly bool) (*segment, error) {
+	path := filepath.Join(dir, segmentName(id.seq, id.base))
 	flag := os.O_RDWR | syscall.O_DSYNC
 	if readOnly {
 		flag = os.O_RDONLY
@@ -79,7 +89,7 @@ func openSegment(dir string, base uint64, readOnly bool) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	g := &segment{base: base, path: path, f: f, size: st.Size(), offs: []int64{0}, tail: seed(base)}
+	g := &segment{seq: id.seq, base: id.base, path: path, f: f, size: st.Size(), offs: []int64{0}}
 	if err := g.scan(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("raftlog: read %s: %w", path, err)
@@ -103,51 +113,48 @@ func (g *segment) scan() error {
 		if _, err := io.ReadFull(r, rec[headerLen:]); err != nil {
 			return err
 		}
-		crc, ok := checkRecord(rec, g.tail)
-		if !ok || recordIndex(rec) != g.base+g.count() {
+		crc, ok := checkRecord(rec, g.tail())
+		if !ok || recordIndex(rec) != g.next() {
 			return nil
 		}
 		off += int64(headerLen + n)
-		g.offs, g.tail = append(g.offs, off), crc
+		g.offs, g.crcs = append(g.offs, off), append(g.crcs, crc)
 	}
 	return nil
 }
 
-// read returns record i's bytes (header included).
+// read returns record i's bytes (header included), checked against its
+// checksum.
 func (g *segment) read(i uint64) ([]byte, error) {
 	k := i - g.base
 	rec := make([]byte, g.offs[k+1]-g.offs[k])
 	if _, err := g.f.ReadAt(rec, g.offs[k]); err != nil {
 		return nil, fmt.Errorf("raftlog: read index %d from %s: %w", i, g.path, err)
 	}
-	if len(rec) < headerLen+fixedLen || recordIndex(rec) != i {
-		return nil, fmt.Errorf("raftlog: %s does not hold index %d where it did", g.path, i)
+	if _, ok := checkRecord(rec, g.chain(k)); !ok || recordIndex(rec) != i {
+		return nil, fmt.Errorf("raftlog: index %d in %s is damaged", i, g.path)
 	}
 	return rec, nil
 }
 
-// truncate drops the records from index i on. It zeroes them, so they
-// stay dropped after a restart whatever is written over them.
-func (g *segment) truncate(i uint64) error {
-	k := i - g.base
-	from, to := g.offs[k], g.end()
-	g.offs = g.offs[:k+1]
+// zeroFrom zeroes the records from index i on, so they stay dropped after
+// a restart whatever is written over them. The caller then cuts them
+// (cut), once no reader can want them.
+func (g *segment) zeroFrom(i uint64) error {
+	from, to := g.offs[i-g.base], g.end()
 	zeros := make([]byte, min(to-from, 1<<20))
 	for off := from; off < to; off += int64(len(zeros)) {
 		if _, err := g.f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
 			return err
 		}
 	}
-	g.tail = seed(g.base)
-	if k == 0 {
-		return nil
-	}
-	var crc [4]byte
-	if _, err := g.f.ReadAt(crc[:], g.offs[k-1]); err != nil {
-		return err
-	}
-	g.tail = binary.LittleEndian.Uint32(crc[:])
 	return nil
+}
+
+// cut forgets the records from index i on.
+func (g *segment) cut(i uint64) {
+	k := i - g.base
+	g.offs, g.crcs = g.offs[:k+1], g.crcs[:k]
 }
 
 // makeZeroFile writes a file of size zeros in dir under a temporary name
@@ -161,6 +168,12 @@ func makeZeroFile(dir string, size int64) (string, error) {
 	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
 		_, err = f.Write(zeros[:min(int64(len(zeros)), size-off)])
 	}
+	return f.Name(), closeSynced(f, err)
+}
+
+// closeSynced syncs and closes f after writes that ended with err, and
+// removes it if anything failed.
+func closeSynced(f *os.File, err error) error {
 	if err == nil {
 		err = f.Sync()
 	}
@@ -169,14 +182,52 @@ func makeZeroFile(dir string, size int64) (string, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", err
 	}
-	return f.Name(), nil
+	return err
 }
 
-// removeTemps removes zero files a crash left behind.
+// The cleared file holds the sequence number of the newest segment when
+// the whole log was last deleted: no segment up to it is part of the log.
+// It is written before those segments are removed, so a crash while
+// removing them leaves no part of the old log behind.
+const clearedFile = "cleared"
+
+func readCleared(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, clearedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return 0, fmt.Errorf("raftlog: %s is damaged", filepath.Join(dir, clearedFile))
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// writeCleared replaces the cleared file durably: a synced temporary
+// file renamed over it, then the directory synced.
+func writeCleared(dir string, seq uint64) error {
+	f, err := os.CreateTemp(dir, "cleared-*.tmp")
+	if err != nil {
+		return err
+	}
+	b := binary.LittleEndian.AppendUint64(nil, seq)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	_, err = f.Write(b)
+	if err := closeSynced(f, err); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, clearedFile)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// removeTemps removes temporary files a crash left behind.
 func removeTemps(dir string) error {
-	temps, err := filepath.Glob(filepath.Join(dir, "segment-*.tmp"))
+	temps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	for _, t := range temps {
 		err = errors.Join(err, os.Remove(t))
 	}

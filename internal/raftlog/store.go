@@ -4,12 +4,13 @@
 // flushed, because segments are filled with zeros before use and never
 // change size). Reopened after a crash, a segment ends at its first
 // record that is not whole or not chained to the one before, so a write
-// cut short is gone and nothing acknowledged is.
+// a crash cut short is dropped; its caller had not been told it was
+// stored.
 //
 // Deleting a prefix (compaction after a snapshot) removes whole segments:
 // entries of a segment that also holds newer ones stay readable after a
-// restart until the whole segment goes. Truncating the tail is durable
-// when DeleteRange returns.
+// restart until the whole segment goes. Truncating the tail and deleting
+// the whole log are durable when DeleteRange returns.
 package raftlog
 
 import (
@@ -29,7 +30,7 @@ const DefaultSegmentSize = 16 << 20
 // Options tunes a Store.
 type Options struct {
 	SegmentSize int64 // DefaultSegmentSize if 0
-	ReadOnly    bool  // read the log only: no writes, no files made
+	ReadOnly    bool  // read the log only: no writes, no files made or removed
 }
 
 // Store is a raft log in segment files in one directory. It implements
@@ -39,9 +40,11 @@ type Store struct {
 	dir  string
 	opts Options
 
-	wmu   sync.Mutex // one writer at a time: StoreLogs, DeleteRange, Close
-	buf   []byte
-	spare chan spare // the next segment's zero file, being made (nil: none)
+	wmu     sync.Mutex // one writer at a time: StoreLogs, DeleteRange, Close
+	buf     []byte
+	spare   chan spare // the next segment's zero file, being made (nil: none)
+	nextSeq uint64
+	failed  error // a write that left the files in doubt: no more writes
 
 	mu          sync.RWMutex // guards what follows; file reads hold it shared
 	segs        []*segment   // oldest first; the last is written
@@ -65,38 +68,65 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.SegmentSize = DefaultSegmentSize
 	}
 	if !opts.ReadOnly {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, err
-		}
-		if err := removeTemps(dir); err != nil {
+		if err := makeDir(dir); err != nil {
 			return nil, err
 		}
 	}
 	s := &Store{dir: dir, opts: opts}
-	bases, err := listSegments(dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, base := range bases {
-		g, err := openSegment(dir, base, opts.ReadOnly)
-		if err != nil {
-			s.closeFiles(s.segs)
-			return nil, err
-		}
-		s.segs = append(s.segs, g)
-	}
-	if err := s.index(); err != nil {
+	if err := s.openSegments(); err != nil {
 		s.closeFiles(s.segs)
 		return nil, err
 	}
 	return s, nil
 }
 
+// makeDir makes dir, durably, and removes what a crash left in it.
+func makeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return removeTemps(dir)
+}
+
+// openSegments reads the segments of the log, passing over (and, unless
+// read-only, removing) those a deletion of the whole log left.
+func (s *Store) openSegments() error {
+	cleared, err := readCleared(s.dir)
+	if err != nil {
+		return err
+	}
+	ids, err := listSegments(s.dir)
+	if err != nil {
+		return err
+	}
+	s.nextSeq = cleared + 1
+	for _, id := range ids {
+		s.nextSeq = max(s.nextSeq, id.seq+1)
+		if id.seq <= cleared {
+			if !s.opts.ReadOnly {
+				if err := os.Remove(filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		g, err := openSegment(s.dir, id, s.opts.ReadOnly)
+		if err != nil {
+			return err
+		}
+		s.segs = append(s.segs, g)
+	}
+	return s.index()
+}
+
 // index sets first and last from the segments read, which must follow
 // one another without a gap.
 func (s *Store) index() error {
 	for i, g := range s.segs {
-		if i > 0 && g.base != s.segs[i-1].lastIndex()+1 {
+		if i > 0 && g.base != s.segs[i-1].next() {
 			return fmt.Errorf("raftlog: %s ends at index %d but %s starts at %d: the log is damaged",
 				s.segs[i-1].path, s.segs[i-1].lastIndex(), g.path, g.base)
 		}
@@ -153,8 +183,7 @@ var errClosed = errors.New("raftlog: closed")
 func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
 // StoreLogs stores entries with consecutive indexes following the last
-// one held, durably, in one write. Entries that leave a gap after the log
-// (raft stores the entries after a snapshot it installed) replace it.
+// one held, durably, in one write.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -168,18 +197,19 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err != nil {
 		return err
 	}
+	s.startSpare()
 	s.buf = s.buf[:0]
-	tail := g.tail
-	offs := make([]int64, 0, len(logs))
+	tail := g.tail()
+	offs, crcs := make([]int64, 0, len(logs)), make([]uint32, 0, len(logs))
 	for _, l := range logs {
 		s.buf, tail = appendRecord(s.buf, l, tail)
-		offs = append(offs, g.end()+int64(len(s.buf)))
+		offs, crcs = append(offs, g.end()+int64(len(s.buf))), append(crcs, tail)
 	}
 	if _, err := g.f.WriteAt(s.buf, g.end()); err != nil {
-		return fmt.Errorf("raftlog: write %s: %w", g.path, err)
+		return fmt.Errorf("raftlog: write %s: %w", g.path, err) // nothing counted: the next write goes to the same place
 	}
 	s.mu.Lock()
-	g.offs, g.tail = append(g.offs, offs...), tail
+	g.offs, g.crcs = append(g.offs, offs...), append(g.crcs, crcs...)
 	if s.first == 0 {
 		s.first = logs[0].Index
 	}
@@ -188,24 +218,47 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// follow checks that logs continue the log, replacing the log when they
-// leave a gap after it.
-func (s *Store) follow(logs []*raft.Log) error {
-	if s.closed || s.opts.ReadOnly {
+// writable refuses writes to a closed or read-only store, or after a
+// failure that left its files in doubt.
+func (s *Store) writable() error {
+	switch {
+	case s.closed || s.opts.ReadOnly:
 		return errors.New("raftlog: not open for writing")
+	case s.failed != nil:
+		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", s.failed)
+	}
+	return nil
+}
+
+// fail records a failure that left the files in doubt.
+func (s *Store) fail(err error) error {
+	s.failed = err
+	return err
+}
+
+// follow checks that logs continue the log. An empty log (even one whose
+// newest segment is empty) takes any index; entries that leave a gap
+// after the log replace it (raft deletes the log after installing a
+// snapshot; a gap means that deletion did not finish).
+func (s *Store) follow(logs []*raft.Log) error {
+	if err := s.writable(); err != nil {
+		return err
 	}
 	for i, l := range logs {
 		if l.Index != logs[0].Index+uint64(i) || l.Index == 0 {
 			return fmt.Errorf("raftlog: store of index %d after %d: indexes must follow one another", l.Index, logs[0].Index+uint64(i)-1)
 		}
 	}
-	switch next := logs[0].Index; {
-	case s.last == 0 || next == s.last+1:
+	if len(s.segs) == 0 {
 		return nil
-	case next > s.last+1:
+	}
+	switch next, first := s.segs[len(s.segs)-1].next(), logs[0].Index; {
+	case first == next:
+		return nil
+	case s.last == 0 || first > next:
 		return s.deleteAll()
 	default:
-		return fmt.Errorf("raftlog: store of index %d while the log ends at %d: delete the tail first", next, s.last)
+		return fmt.Errorf("raftlog: store of index %d while the log ends at %d: delete the tail first", first, s.last)
 	}
 }
 
@@ -214,10 +267,9 @@ func (s *Store) follow(logs []*raft.Log) error {
 func (s *Store) segmentFor(logs []*raft.Log) (*segment, error) {
 	need := int64(0)
 	for _, l := range logs {
-		need += int64(headerLen + fixedLen + len(l.Data) + len(l.Extensions))
+		need += int64(recordLen(l))
 	}
 	if n := len(s.segs); n > 0 && s.segs[n-1].end()+need <= s.segs[n-1].size {
-		s.startSpare()
 		return s.segs[n-1], nil
 	}
 	return s.roll(logs[0].Index, need)
@@ -227,34 +279,30 @@ func (s *Store) segmentFor(logs []*raft.Log) (*segment, error) {
 // zero file when that is large enough. An empty newest segment is
 // replaced.
 func (s *Store) roll(base uint64, need int64) (*segment, error) {
-	size := max(s.opts.SegmentSize, need+headerLen)
-	path, err := s.takeSpare(size)
+	path, err := s.takeSpare(max(s.opts.SegmentSize, need+headerLen))
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: make a segment: %w", err)
 	}
 	if n := len(s.segs); n > 0 && s.segs[n-1].count() == 0 {
-		s.mu.Lock()
-		empty := s.segs[n-1:]
-		s.segs = s.segs[:n-1]
-		s.mu.Unlock()
-		if err := s.remove(empty); err != nil {
+		if err := s.removeNewest(); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.Rename(path, filepath.Join(s.dir, segmentName(base))); err != nil {
-		return nil, err
+	id := segmentID{seq: s.nextSeq, base: base}
+	s.nextSeq++
+	if err := os.Rename(path, filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
+		return nil, s.fail(err)
 	}
 	if err := syncDir(s.dir); err != nil {
-		return nil, err
+		return nil, s.fail(err)
 	}
-	g, err := openSegment(s.dir, base, false)
+	g, err := openSegment(s.dir, id, false)
 	if err != nil {
-		return nil, err
+		return nil, s.fail(err)
 	}
 	s.mu.Lock()
 	s.segs = append(s.segs, g)
 	s.mu.Unlock()
-	s.startSpare()
 	return g, nil
 }
 
@@ -288,29 +336,36 @@ func (s *Store) startSpare() {
 	}()
 }
 
-// DeleteRange deletes the entries from min to max, inclusive: a prefix,
-// a suffix or the whole log.
-func (s *Store) DeleteRange(min, max uint64) error {
+// DeleteRange deletes the entries from lo to hi, inclusive: a prefix, a
+// suffix or the whole log.
+func (s *Store) DeleteRange(lo, hi uint64) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.closed || s.opts.ReadOnly {
-		return errors.New("raftlog: not open for writing")
+	if err := s.writable(); err != nil {
+		return err
 	}
 	switch {
-	case s.last == 0 || max < s.first || min > s.last || min > max:
+	case s.last == 0 || hi < s.first || lo > s.last || lo > hi:
 		return nil
-	case min <= s.first && max >= s.last:
+	case lo <= s.first && hi >= s.last:
 		return s.deleteAll()
-	case min <= s.first:
-		return s.deletePrefix(max)
-	case max >= s.last:
-		return s.truncate(min)
+	case lo <= s.first:
+		return s.deletePrefix(hi)
+	case hi >= s.last:
+		return s.truncate(lo)
 	}
-	return fmt.Errorf("raftlog: delete of %d-%d from the middle of %d-%d", min, max, s.first, s.last)
+	return fmt.Errorf("raftlog: delete of %d-%d from the middle of %d-%d", lo, hi, s.first, s.last)
 }
 
-// deleteAll removes every segment.
+// deleteAll empties the log: the cleared file first, so that a crash
+// while the segments go leaves none of them in the log.
 func (s *Store) deleteAll() error {
+	if len(s.segs) == 0 {
+		return nil
+	}
+	if err := writeCleared(s.dir, s.segs[len(s.segs)-1].seq); err != nil {
+		return s.fail(err)
+	}
 	s.mu.Lock()
 	segs := s.segs
 	s.segs, s.first, s.last = nil, 0, 0
@@ -318,57 +373,69 @@ func (s *Store) deleteAll() error {
 	return s.remove(segs)
 }
 
-// deletePrefix forgets the entries up to max and removes the segments
-// that hold no others.
-func (s *Store) deletePrefix(max uint64) error {
+// deletePrefix forgets the entries up to hi and removes the segments
+// that hold no others, oldest first.
+func (s *Store) deletePrefix(hi uint64) error {
 	s.mu.Lock()
-	k := 0
-	for k < len(s.segs)-1 && s.segs[k].lastIndex() <= max {
-		k++
-	}
-	gone := s.segs[:k]
-	s.segs = s.segs[k:]
-	s.first = max + 1
+	s.first = hi + 1
 	s.mu.Unlock()
-	return s.remove(gone)
-}
-
-// truncate deletes the entries from min to the end: the segments after
-// the one holding min go, newest first, then that one is cut.
-func (s *Store) truncate(min uint64) error {
-	s.mu.Lock()
-	k := sort.Search(len(s.segs), func(i int) bool { return s.segs[i].lastIndex() >= min })
-	gone := s.segs[k+1:]
-	s.segs = s.segs[:k+1]
-	s.last = min - 1
-	s.mu.Unlock()
-	for i := len(gone) - 1; i >= 0; i-- {
-		if err := s.remove(gone[i : i+1]); err != nil {
+	for len(s.segs) > 1 && s.segs[0].lastIndex() <= hi {
+		s.mu.Lock()
+		g := s.segs[0]
+		s.segs = s.segs[1:]
+		s.mu.Unlock()
+		if err := s.remove([]*segment{g}); err != nil {
 			return err
 		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.segs[k].truncate(min); err != nil {
-		return fmt.Errorf("raftlog: truncate %s: %w", s.segs[k].path, err)
 	}
 	return nil
 }
 
-// remove closes and deletes segments no longer in s.segs, oldest first,
-// then syncs the directory.
+// truncate deletes the entries from lo to the end: the segments after
+// the one holding lo go, newest first, then that one's records from lo
+// are zeroed and cut.
+func (s *Store) truncate(lo uint64) error {
+	s.mu.Lock()
+	s.last = lo - 1
+	s.mu.Unlock()
+	for s.segs[len(s.segs)-1].base > lo {
+		if err := s.removeNewest(); err != nil {
+			return err
+		}
+	}
+	g := s.segs[len(s.segs)-1]
+	if err := g.zeroFrom(lo); err != nil {
+		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
+	}
+	s.mu.Lock()
+	g.cut(lo)
+	s.mu.Unlock()
+	return nil
+}
+
+// removeNewest removes the newest segment, which holds nothing the log
+// keeps.
+func (s *Store) removeNewest() error {
+	s.mu.Lock()
+	g := s.segs[len(s.segs)-1]
+	s.segs = s.segs[:len(s.segs)-1]
+	s.mu.Unlock()
+	return s.remove([]*segment{g})
+}
+
+// remove closes and deletes segments no longer in s.segs, then syncs the
+// directory. A failure stops writes: the files no longer match the log.
 func (s *Store) remove(segs []*segment) error {
-	if len(segs) == 0 {
-		return nil
-	}
-	var err error
 	for _, g := range segs {
-		err = errors.Join(err, g.f.Close(), os.Remove(g.path))
+		g.f.Close()
+		if err := os.Remove(g.path); err != nil {
+			return s.fail(fmt.Errorf("raftlog: remove segment: %w", err))
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("raftlog: remove segments: %w", err)
+	if err := syncDir(s.dir); err != nil {
+		return s.fail(err)
 	}
-	return syncDir(s.dir)
+	return nil
 }
 
 // Close closes the segment files; the store cannot be used after.

@@ -93,11 +93,16 @@ func reopen(t *testing.T, s *Store, size int64) *Store {
 	return open(t, s.dir, size)
 }
 
+// segments returns the bases of dir's segment files, oldest first.
 func segments(t *testing.T, dir string) []uint64 {
 	t.Helper()
-	bases, err := listSegments(dir)
+	ids, err := listSegments(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var bases []uint64
+	for _, id := range ids {
+		bases = append(bases, id.base)
 	}
 	return bases
 }
@@ -124,6 +129,11 @@ func TestABatchLargerThanASegmentGetsItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	store(t, s, 2, 3)
+	for _, g := range s.segs { // made large enough: a write never grows a file
+		if st, err := g.f.Stat(); err != nil || st.Size() < g.end()+headerLen {
+			t.Fatalf("segment %d: %d bytes hold records to %d: %v", g.base, st.Size(), g.end(), err)
+		}
+	}
 	expect(t, reopen(t, s, 1024), 1, 3, map[uint64]*raft.Log{1: big})
 }
 
@@ -173,8 +183,22 @@ func TestACutWriteIsDroppedOnReopen(t *testing.T) {
 	g := s.segs[0]
 	end := g.end()
 	var rec []byte
-	rec, _ = appendRecord(rec, entry(21), g.tail)
+	rec, _ = appendRecord(rec, entry(21), g.tail())
 	if _, err := g.f.WriteAt(rec[:len(rec)-3], end); err != nil { // a write cut short
+		t.Fatal(err)
+	}
+	s = reopen(t, s, 1<<20)
+	expect(t, s, 1, 20, nil)
+
+	// A batch whose first record did not reach the disk, its others did.
+	g = s.segs[0]
+	var batch []byte
+	tail := g.tail()
+	for _, l := range entries(21, 23) {
+		batch, tail = appendRecord(batch, l, tail)
+	}
+	batch[headerLen+20] ^= 0xff
+	if _, err := g.f.WriteAt(batch, g.end()); err != nil {
 		t.Fatal(err)
 	}
 	s = reopen(t, s, 1<<20)
@@ -183,12 +207,30 @@ func TestACutWriteIsDroppedOnReopen(t *testing.T) {
 	expect(t, reopen(t, s, 1<<20), 1, 30, nil)
 }
 
+func TestADamagedRecordIsAnErrorWhenRead(t *testing.T) {
+	s := open(t, t.TempDir(), 1<<20)
+	store(t, s, 1, 20)
+	g := s.segs[0]
+	if _, err := g.f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, g.offs[9]+headerLen+25); err != nil { // index 10's data length
+		t.Fatal(err)
+	}
+	if err := s.GetLog(10, &raft.Log{}); err == nil || errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("a damaged entry read back: %v", err)
+	}
+	for _, i := range []uint64{9, 11} { // the others read well
+		if err := s.GetLog(i, &raft.Log{}); err != nil {
+			t.Fatalf("get %d beside a damaged entry: %v", i, err)
+		}
+	}
+}
+
 func TestADamagedSegmentBeforeTheNewestIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 150)
 	s.Close()
-	path := filepath.Join(dir, segmentName(segments(t, dir)[0]))
+	ids, _ := listSegments(dir)
+	path := filepath.Join(dir, segmentName(ids[0].seq, ids[0].base))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -236,6 +278,40 @@ func TestDeleteAllThenStoreAfterAGap(t *testing.T) {
 	expect(t, reopen(t, s, 4096), 900, 901, nil)
 }
 
+// TestAnEmptyNewestSegmentTakesAnyIndex: a crash right after a segment
+// was made for an empty log (a node's first entries after a snapshot)
+// leaves it empty; entries after a newer snapshot go to a new one.
+func TestAnEmptyNewestSegmentTakesAnyIndex(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 4096)
+	if _, err := s.roll(100, 0); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s, 4096)
+	expect(t, s, 0, 0, nil)
+	store(t, s, 500, 505)
+	expect(t, s, 500, 505, nil)
+	expect(t, reopen(t, s, 4096), 500, 505, nil)
+}
+
+// TestDeletingTheLogSurvivesACrash: once the cleared file is written,
+// segments a crash left undeleted are no part of the log.
+func TestDeletingTheLogSurvivesACrash(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 4096)
+	storeTens(t, s, 1, 150)
+	if err := writeCleared(dir, s.segs[len(s.segs)-1].seq); err != nil { // then the crash
+		t.Fatal(err)
+	}
+	s = reopen(t, s, 4096)
+	expect(t, s, 0, 0, nil)
+	if got := segments(t, dir); len(got) != 0 {
+		t.Fatalf("segments %v left after reopening a deleted log", got)
+	}
+	store(t, s, 40, 45) // below the old log's end
+	expect(t, reopen(t, s, 4096), 40, 45, nil)
+}
+
 func TestRefusesWhatDoesNotContinueTheLog(t *testing.T) {
 	s := open(t, t.TempDir(), 4096)
 	store(t, s, 1, 10)
@@ -253,21 +329,52 @@ func TestRefusesWhatDoesNotContinueTheLog(t *testing.T) {
 func TestReadOnlyOpenChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 4096)
-	store(t, s, 1, 30)
+	storeTens(t, s, 1, 100)
+	if err := writeCleared(dir, 0); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
+	if err := os.WriteFile(filepath.Join(dir, "segment-1.tmp"), []byte("left by a crash"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := listing(t, dir)
 	ro, err := Open(dir, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ro.Close()
-	expect(t, ro, 1, 30, nil)
-	if err := ro.StoreLogs(entries(31, 31)); err == nil {
+	expect(t, ro, 1, 100, nil)
+	if err := ro.StoreLogs(entries(101, 101)); err == nil {
 		t.Fatal("a read-only store stored")
+	}
+	if err := ro.DeleteRange(1, 100); err == nil {
+		t.Fatal("a read-only store deleted")
+	}
+	ro.Close()
+	if after := listing(t, dir); after != before {
+		t.Fatalf("reading the log changed its directory:\n%s\nthen\n%s", before, after)
 	}
 }
 
-// TestReadsWhileWriting: raft reads entries to replicate while it writes
-// and compacts the log.
+// listing describes dir's files: names, sizes, modification times.
+func listing(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %d %s\n", e.Name(), info.Size(), info.ModTime())
+	}
+	return b.String()
+}
+
+// TestReadsWhileWriting: raft reads entries to replicate while it
+// writes, and compacts the log from its snapshot goroutine.
 func TestReadsWhileWriting(t *testing.T) {
 	s := open(t, t.TempDir(), 8192)
 	store(t, s, 1, 10)
@@ -277,12 +384,7 @@ func TestReadsWhileWriting(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
+			for !isDone(done) {
 				first, _ := s.FirstIndex()
 				last, _ := s.LastIndex()
 				var l raft.Log
@@ -296,14 +398,35 @@ func TestReadsWhileWriting(t *testing.T) {
 			}
 		}()
 	}
-	for i := uint64(11); i < 2000; i += 5 {
-		store(t, s, i, i+4)
-		if i%200 == 1 {
-			if err := s.DeleteRange(1, i-100); err != nil {
-				t.Fatal(err)
+	wg.Add(1)
+	go func() { // compaction
+		defer wg.Done()
+		for !isDone(done) {
+			first, _ := s.FirstIndex()
+			if last, _ := s.LastIndex(); last > first+400 {
+				if err := s.DeleteRange(first, last-200); err != nil {
+					t.Error(err)
+				}
 			}
 		}
+	}()
+	for i := uint64(11); i < 3000; i += 5 {
+		store(t, s, i, i+4)
 	}
 	close(done)
 	wg.Wait()
+	expect(t, reopen(t, s, 8192), segmentsFirst(t, s), 3000, nil)
 }
+
+func isDone(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// segmentsFirst is the first index a reopened s holds: its oldest
+// segment's base.
+func segmentsFirst(t *testing.T, s *Store) uint64 { return segments(t, s.dir)[0] }
