@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/raftlog"
 )
 
 // A node that cannot apply a committed log entry must not go on: skipping
@@ -166,7 +167,7 @@ func writeJSONFile(path string, v any) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return raftlog.SyncDir(filepath.Dir(path))
 }
 
 func writeSynced(path string, b []byte) error {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/raftcat/raftcat/internal/raftlog"
 )
 
 // preallocateLog makes sure the raft log file holds at least size bytes,
@@ -60,15 +62,5 @@ func preallocateLog(path string, size int64) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("preallocate raft log %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a file's creation or growth in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return raftlog.SyncDir(filepath.Dir(path))
 }

@@ -62,8 +62,10 @@ func listSegments(dir string) ([]segmentID, error) {
 	var ids []segmentID
 	for _, p := range paths {
 		var id segmentID
-		if _, err := fmt.Sscanf(filepath.Base(p), "%020d-%020d"+segmentExt, &id.seq, &id.base); err != nil || id.seq == 0 || id.base == 0 {
-			return nil, fmt.Errorf("raftlog: %s is not a segment file's name", filepath.Base(p))
+		name := filepath.Base(p)
+		if _, err := fmt.Sscanf(name, "%020d-%020d"+segmentExt, &id.seq, &id.base); err != nil || id.seq == 0 || id.base == 0 ||
+			name != segmentName(id.seq, id.base) {
+			return nil, fmt.Errorf("raftlog: %s is not a segment file's name", name)
 		}
 		ids = append(ids, id)
 	}
@@ -222,7 +224,7 @@ func writeCleared(dir string, seq uint64) error {
 	if err := os.Rename(f.Name(), filepath.Join(dir, clearedFile)); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // removeTemps removes temporary files a crash left behind.
@@ -234,7 +236,9 @@ func removeTemps(dir string) error {
 	return err
 }
 
-func syncDir(dir string) error {
+// SyncDir makes the creation, removal or renaming of files in dir
+// durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -85,7 +85,7 @@ func makeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := SyncDir(filepath.Dir(dir)); err != nil {
 		return err
 	}
 	return removeTemps(dir)
@@ -206,7 +206,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		offs, crcs = append(offs, g.end()+int64(len(s.buf))), append(crcs, tail)
 	}
 	if _, err := g.f.WriteAt(s.buf, g.end()); err != nil {
-		return fmt.Errorf("raftlog: write %s: %w", g.path, err) // nothing counted: the next write goes to the same place
+		return s.fail(fmt.Errorf("raftlog: write %s: %w", g.path, err)) // some of it may be there
 	}
 	s.mu.Lock()
 	g.offs, g.crcs = append(g.offs, offs...), append(g.crcs, crcs...)
@@ -293,7 +293,7 @@ func (s *Store) roll(base uint64, need int64) (*segment, error) {
 	if err := os.Rename(path, filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := SyncDir(s.dir); err != nil {
 		return nil, s.fail(err)
 	}
 	g, err := openSegment(s.dir, id, false)
@@ -428,11 +428,13 @@ func (s *Store) removeNewest() error {
 func (s *Store) remove(segs []*segment) error {
 	for _, g := range segs {
 		g.f.Close()
+	}
+	for _, g := range segs {
 		if err := os.Remove(g.path); err != nil {
 			return s.fail(fmt.Errorf("raftlog: remove segment: %w", err))
 		}
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := SyncDir(s.dir); err != nil {
 		return s.fail(err)
 	}
 	return nil
