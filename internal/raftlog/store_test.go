@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -437,3 +438,33 @@ func isDone(done chan struct{}) bool {
 // segmentsFirst is the first index a reopened s holds: its oldest
 // segment's base.
 func segmentsFirst(t *testing.T, s *Store) uint64 { return segments(t, s.dir)[0] }
+
+// TestAFailedWriteStopsWrites: after a write fails, part of it may be on
+// disk, so the store takes no more writes, even once the file works again;
+// a reopen reads what is there and writes go on.
+func TestAFailedWriteStopsWrites(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 4096)
+	store(t, s, 1, 10)
+	g := s.segs[len(s.segs)-1]
+	g.f.Close() // the next write fails
+	if err := s.StoreLogs(entries(11, 12)); err == nil {
+		t.Fatal("a write to a closed file succeeded")
+	}
+	f, err := os.OpenFile(g.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.f = f // the file works again
+	if err := s.StoreLogs(entries(11, 12)); err == nil || !strings.Contains(err.Error(), "earlier failure") {
+		t.Fatalf("a write after a failed one: %v", err)
+	}
+	if err := s.DeleteRange(5, 10); err == nil {
+		t.Fatal("a truncation after a failed write succeeded")
+	}
+	expect(t, s, 1, 10, nil)
+	s = reopen(t, s, 4096)
+	expect(t, s, 1, 10, nil)
+	store(t, s, 11, 12)
+	expect(t, reopen(t, s, 4096), 1, 12, nil)
+}
