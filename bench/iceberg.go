@@ -65,7 +65,7 @@ func (s *icebergSystem) prepare(ctx context.Context, tables, clients int) ([]com
 	for i := range out {
 		t := i % tables
 		ident := fmt.Sprintf(`{"namespace":[%q],"name":%q}`, icebergNamespace, names[t])
-		out[i] = &icebergWriter{s: s.rc, url: targets[i%len(targets)] + ns + "/tables/" + names[t], ident: ident, id: i, acked: &s.acked[t]}
+		out[i] = &icebergWriter{s: s.rc, conn: newConnClient(), url: targets[i%len(targets)] + ns + "/tables/" + names[t], ident: ident, id: i, acked: &s.acked[t]}
 	}
 	return out, nil
 }
@@ -107,6 +107,7 @@ func (s *icebergSystem) create(ns, name string) error {
 // long the run.
 type icebergWriter struct {
 	s     *raftcatSystem
+	conn  *connClient // nil: the shared client
 	url   string
 	ident string // the commit's identifier, as JSON
 	id    int
@@ -138,7 +139,7 @@ func (w *icebergWriter) commit(ctx context.Context) (int, error) {
 		start := time.Now()
 		// A commit once sent is waited for, also when the window ends: a
 		// cancelled one would leave its outcome unknown.
-		code, _, err := w.s.send(context.WithoutCancel(ctx), http.MethodPost, w.url, bytes.NewReader(body), &w.buf)
+		code, _, err := w.s.sendOn(w.conn, context.WithoutCancel(ctx), http.MethodPost, w.url, bytes.NewReader(body), &w.buf)
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
@@ -174,7 +175,7 @@ func icebergAppend(ident string, h icebergHead, id, now int64) []byte {
 // load returns the table's current snapshot.
 func (w *icebergWriter) load(ctx context.Context) (icebergHead, error) {
 	start := time.Now()
-	code, b, err := w.s.send(ctx, http.MethodGet, w.url, nil, &w.buf)
+	code, b, err := w.s.sendOn(w.conn, ctx, http.MethodGet, w.url, nil, &w.buf)
 	w.times.loads.since(start)
 	if err != nil || code != http.StatusOK {
 		return icebergHead{}, fmt.Errorf("load: status %d: %v", code, err)

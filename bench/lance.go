@@ -394,7 +394,7 @@ func (s *lanceSystem) prepareTables(ctx context.Context, ln *lanceSetup, targets
 	s.acked = make(tableCounts, len(s.tables))
 	for i := range clients {
 		g := i % groups
-		w := &lanceWriter{s: s, base: targets[i%len(targets)], id: i, tables: s.tables[g*per : (g+1)*per]}
+		w := &lanceWriter{s: s, conn: newConnClient(), base: targets[i%len(targets)], id: i, tables: s.tables[g*per : (g+1)*per]}
 		for k := range w.tables {
 			w.acked = append(w.acked, &s.acked[g*per+k])
 			w.latest = append(w.latest, -1)
@@ -428,6 +428,7 @@ func (s *lanceSystem) verify(ctx context.Context, f inFlight) error {
 // staging manifests.
 type lanceWriter struct {
 	s      *lanceSystem
+	conn   *connClient // nil: the shared client
 	base   string
 	id     int
 	seq    int
@@ -502,7 +503,7 @@ func (w *lanceWriter) commit(ctx context.Context) (int, error) {
 		start := time.Now()
 		// A commit once sent is waited for, also when the window ends: a
 		// cancelled one would leave its outcome unknown.
-		code, answer, err := w.s.rc.send(context.WithoutCancel(ctx), http.MethodPost, u, bytes.NewReader(body), &w.buf)
+		code, answer, err := w.s.rc.sendOn(w.conn, context.WithoutCancel(ctx), http.MethodPost, u, bytes.NewReader(body), &w.buf)
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
@@ -594,7 +595,7 @@ func (w *lanceWriter) unstage(files []string) {
 // client reads it: version/list, newest first, one version.
 func (w *lanceWriter) load(ctx context.Context, t *lanceTable) (int64, error) {
 	start := time.Now()
-	code, b, err := w.s.rc.send(ctx, http.MethodPost, lanceURL(w.base, "table/"+t.path+"/version/list", "&limit=1&descending=true"),
+	code, b, err := w.s.rc.sendOn(w.conn, ctx, http.MethodPost, lanceURL(w.base, "table/"+t.path+"/version/list", "&limit=1&descending=true"),
 		strings.NewReader("null"), &w.buf)
 	w.times.loads.since(start)
 	if err != nil || code != http.StatusOK {

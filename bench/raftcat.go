@@ -195,7 +195,7 @@ func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]com
 	out := make([]committer, clients)
 	for i := range out {
 		t := i % tables
-		out[i] = &deltaWriter{s: s, url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
+		out[i] = &deltaWriter{s: s, conn: newConnClient(), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
 	}
 	return out, nil
 }
@@ -258,12 +258,22 @@ func (s *raftcatSystem) send(ctx context.Context, method, url string, body io.Re
 	return resp.StatusCode, buf.Bytes(), err
 }
 
+// sendOn is send on a writer's own connection, or on the shared client
+// when c is nil (one-off requests, such as a verifier's loads).
+func (s *raftcatSystem) sendOn(c *connClient, ctx context.Context, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
+	if c == nil {
+		return s.send(ctx, method, url, body, buf)
+	}
+	return c.send(ctx, method, url, body, buf)
+}
+
 // deltaWriter is one Delta writer: it loads the table, then asks for
 // add-commit of the next version asserting the table uuid and reporting
 // the previous version as published, so the unbackfilled-commit limit
 // never bites.
 type deltaWriter struct {
 	s     *raftcatSystem
+	conn  *connClient // nil: the shared client
 	url   string
 	uuid  string
 	id    int
@@ -322,7 +332,7 @@ func (w *deltaWriter) commit(ctx context.Context) (int, error) {
 // do sends one request to the table and reads the answer into the
 // writer's buffer.
 func (w *deltaWriter) do(ctx context.Context, method string, body io.Reader) (int, []byte, error) {
-	return w.s.send(ctx, method, w.url, body, &w.buf)
+	return w.s.sendOn(w.conn, ctx, method, w.url, body, &w.buf)
 }
 
 // load returns the table's latest version, reading just that field of
