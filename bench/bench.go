@@ -288,6 +288,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 			rep.IcebergRoundRatios = append(rep.IcebergRoundRatios, ratio(rates[iceAt], rates[0]))
 		}
 	}
+	for _, r := range runs {
+		r.closeClients()
+	}
 	rep.Breakdown = breakdownEnd(ctx, rc, before, log) // before verification reads the tables
 	results := make([]Result, len(runs))
 	for i, r := range runs {
@@ -343,6 +346,15 @@ type systemRun struct {
 	loads, attempts []time.Duration
 	server, client  float64 // CPU seconds
 	measured        time.Duration
+}
+
+// closeClients closes the connections of clients that keep their own.
+func (r *systemRun) closeClients() {
+	for _, c := range r.clients {
+		if cc, ok := c.(interface{ closeConn() }); ok {
+			cc.closeConn()
+		}
+	}
 }
 
 func (r *systemRun) prepare(ctx context.Context, cfg Config, log io.Writer) error {

@@ -12,18 +12,18 @@ import (
 
 // connClient is one writer's HTTP client: a keep-alive connection of its
 // own on which the writer's goroutine writes each request and reads its
-// answer itself, the way blocking HTTP clients (Java's, Python's
-// requests) work and the way pgx talks to PostgreSQL. net/http's client
-// hands every exchange to two goroutines of its own (a writer and a
-// reader per connection); on a busy two-core machine those hand-offs add
-// about 0.08 ms to each request, which would be charged to the catalog.
+// answer itself, as the PostgreSQL writers' pgx connections do. net/http's
+// client hands every exchange to a reader and a writer goroutine of its
+// own per connection, and those hand-offs would be charged to the catalog
+// (docs/performance.md measures them).
 type connClient struct {
-	timeout  time.Duration // of one exchange
-	conn     net.Conn
-	host     string
-	br       *bufio.Reader
-	bw       *bufio.Writer
-	lastUsed time.Time
+	timeout   time.Duration // of one exchange
+	idleLimit time.Duration // see connIdleLimit
+	conn      net.Conn
+	host      string
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	lastUsed  time.Time
 }
 
 // connIdleLimit is how long a connection may sit unused before it is
@@ -32,19 +32,35 @@ type connClient struct {
 // between rounds, while the other systems run.
 const connIdleLimit = 2 * time.Second
 
-func newConnClient() *connClient { return &connClient{timeout: 30 * time.Second} }
+func newConnClient() *connClient {
+	return &connClient{timeout: 30 * time.Second, idleLimit: connIdleLimit}
+}
 
 // send is raftcatSystem.send on this writer's connection.
 func (c *connClient) send(ctx context.Context, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
+	buf.Reset()
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := c.connect(req.URL.Host); err != nil {
+	reused, err := c.connect(ctx, req.URL.Host)
+	if err != nil {
 		return 0, nil, err
 	}
 	code, err := c.exchange(ctx, req, buf)
+	if err != nil && reused && method == http.MethodGet && ctx.Err() == nil {
+		// A kept-alive connection the server or a proxy dropped meanwhile:
+		// a read is safe to send again on a new one (a commit never is).
+		c.close()
+		buf.Reset()
+		if _, err = c.connect(ctx, req.URL.Host); err == nil {
+			code, err = c.exchange(ctx, req, buf)
+		}
+	}
 	if err != nil || ctx.Err() != nil {
 		c.close() // its state is unknown, or a cancellation may still set its deadline
 	}
@@ -54,21 +70,22 @@ func (c *connClient) send(ctx context.Context, method, url string, body io.Reade
 	return code, buf.Bytes(), err
 }
 
-// connect makes sure a fresh enough connection to host is open.
-func (c *connClient) connect(host string) error {
-	if c.conn != nil && (c.host != host || time.Since(c.lastUsed) > connIdleLimit) {
+// connect makes sure a fresh enough connection to host is open; reused
+// says it was open before.
+func (c *connClient) connect(ctx context.Context, host string) (reused bool, err error) {
+	if c.conn != nil && (c.host != host || time.Since(c.lastUsed) > c.idleLimit) {
 		c.close()
 	}
 	if c.conn != nil {
-		return nil
+		return true, nil
 	}
-	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+	conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", host)
 	if err != nil {
-		return err
+		return false, err
 	}
 	c.conn, c.host = conn, host
 	c.br, c.bw = bufio.NewReader(conn), bufio.NewWriter(conn)
-	return nil
+	return false, nil
 }
 
 // exchange writes req and reads its whole answer into buf, within the
@@ -84,7 +101,6 @@ func (c *connClient) exchange(ctx context.Context, req *http.Request, buf *bytes
 	conn := c.conn
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	buf.Reset()
 	if err := req.Write(c.bw); err != nil {
 		return 0, err
 	}
@@ -105,7 +121,7 @@ func (c *connClient) exchange(ctx context.Context, req *http.Request, buf *bytes
 }
 
 func (c *connClient) close() {
-	if c.conn != nil {
+	if c != nil && c.conn != nil {
 		c.conn.Close()
 		c.conn = nil
 	}

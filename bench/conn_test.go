@@ -71,12 +71,17 @@ func TestConnClientRedialsAfterTheServerCloses(t *testing.T) {
 }
 
 func TestConnClientStopsWaitingWhenTheContextEnds(t *testing.T) {
-	release := make(chan struct{})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
+		if r.URL.Path == "/slow" {
+			once.Do(func() { close(arrived) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
 		}
+		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
 	defer close(release)
@@ -86,9 +91,10 @@ func TestConnClientStopsWaitingWhenTheContextEnds(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var buf bytes.Buffer
-		_, _, err := c.send(ctx, http.MethodGet, srv.URL, nil, &buf)
+		_, _, err := c.send(ctx, http.MethodGet, srv.URL+"/slow", nil, &buf)
 		done <- err
 	}()
+	<-arrived // the request is at the server, its answer awaited
 	cancel()
 	select {
 	case err := <-done:
@@ -98,7 +104,61 @@ func TestConnClientStopsWaitingWhenTheContextEnds(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("send still waits for the answer after its context ended")
 	}
-	if c.conn != nil {
-		t.Fatal("the interrupted connection is still kept")
+	var buf bytes.Buffer
+	if code, answer, err := c.send(context.Background(), http.MethodGet, srv.URL+"/fast", nil, &buf); err != nil || code != http.StatusOK || string(answer) != "ok" {
+		t.Fatalf("the next request after a cancelled one: %d %q %v", code, answer, err)
+	}
+}
+
+// dropAfterAnswer answers, then closes the connection without saying so,
+// as a proxy dropping an idle kept-alive connection does.
+func dropAfterAnswer(seen *peers) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		seen.add(r.RemoteAddr)
+		conn, bw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		io.WriteString(bw, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		bw.Flush()
+		conn.Close()
+	}
+}
+
+func TestConnClientSendsAReadAgainOnANewConnectionButNeverACommit(t *testing.T) {
+	var seen peers
+	srv := httptest.NewServer(dropAfterAnswer(&seen))
+	defer srv.Close()
+	c := newConnClient()
+	defer c.close()
+	var buf bytes.Buffer
+	for i := 0; i < 2; i++ {
+		if code, _, err := c.send(context.Background(), http.MethodGet, srv.URL, nil, &buf); err != nil || code != http.StatusOK {
+			t.Fatalf("read %d on a dropped connection: %d %v", i, code, err)
+		}
+	}
+	if _, _, err := c.send(context.Background(), http.MethodPost, srv.URL, strings.NewReader("{}"), &buf); err == nil {
+		t.Fatal("a commit written into a dropped connection was sent again")
+	}
+	if n := len(seen.list()); n != 2 {
+		t.Fatalf("the server saw %d requests, want the two reads only", n)
+	}
+}
+
+func TestConnClientReplacesAConnectionIdleTooLong(t *testing.T) {
+	var seen peers
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.add(r.RemoteAddr) }))
+	defer srv.Close()
+	c := newConnClient()
+	defer c.close()
+	c.idleLimit = 0 // every connection is too old by its next request
+	var buf bytes.Buffer
+	for i := 0; i < 2; i++ {
+		if code, _, err := c.send(context.Background(), http.MethodGet, srv.URL, nil, &buf); err != nil || code != http.StatusOK {
+			t.Fatalf("request %d: %d %v", i, code, err)
+		}
+	}
+	if a := seen.list(); len(a) != 2 || a[0] == a[1] {
+		t.Fatalf("requests came from %v, want a new connection for the second", a)
 	}
 }

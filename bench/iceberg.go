@@ -118,6 +118,7 @@ type icebergWriter struct {
 }
 
 func (w *icebergWriter) requests() *requestTimes { return &w.times }
+func (w *icebergWriter) closeConn()              { w.conn.close() }
 
 // icebergHead is the current snapshot of a loaded table (Sequence 0 when
 // there is none).
@@ -139,7 +140,7 @@ func (w *icebergWriter) commit(ctx context.Context) (int, error) {
 		start := time.Now()
 		// A commit once sent is waited for, also when the window ends: a
 		// cancelled one would leave its outcome unknown.
-		code, _, err := w.s.sendOn(w.conn, context.WithoutCancel(ctx), http.MethodPost, w.url, bytes.NewReader(body), &w.buf)
+		code, _, err := w.s.sendOn(context.WithoutCancel(ctx), w.conn, http.MethodPost, w.url, bytes.NewReader(body), &w.buf)
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
@@ -175,7 +176,7 @@ func icebergAppend(ident string, h icebergHead, id, now int64) []byte {
 // load returns the table's current snapshot.
 func (w *icebergWriter) load(ctx context.Context) (icebergHead, error) {
 	start := time.Now()
-	code, b, err := w.s.sendOn(w.conn, ctx, http.MethodGet, w.url, nil, &w.buf)
+	code, b, err := w.s.sendOn(ctx, w.conn, http.MethodGet, w.url, nil, &w.buf)
 	w.times.loads.since(start)
 	if err != nil || code != http.StatusOK {
 		return icebergHead{}, fmt.Errorf("load: status %d: %v", code, err)

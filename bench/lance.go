@@ -196,6 +196,9 @@ func RunLance(ctx context.Context, cfg LanceConfig, log io.Writer) (LanceReport,
 			r.sys.(*lanceSystem).countConflicts(from, from.Add(cfg.Duration))
 		}
 	}
+	for _, r := range runs {
+		r.closeClients()
+	}
 	results := make([]Result, len(runs))
 	for i, r := range runs {
 		s := r.sys.(*lanceSystem)
@@ -442,6 +445,7 @@ type lanceWriter struct {
 }
 
 func (w *lanceWriter) requests() *requestTimes { return &w.times }
+func (w *lanceWriter) closeConn()              { w.conn.close() }
 
 // lanceVersionRequest is a version/create body (and a batch commit's
 // create_table_version operation).
@@ -503,7 +507,7 @@ func (w *lanceWriter) commit(ctx context.Context) (int, error) {
 		start := time.Now()
 		// A commit once sent is waited for, also when the window ends: a
 		// cancelled one would leave its outcome unknown.
-		code, answer, err := w.s.rc.sendOn(w.conn, context.WithoutCancel(ctx), http.MethodPost, u, bytes.NewReader(body), &w.buf)
+		code, answer, err := w.s.rc.sendOn(context.WithoutCancel(ctx), w.conn, http.MethodPost, u, bytes.NewReader(body), &w.buf)
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
@@ -595,7 +599,7 @@ func (w *lanceWriter) unstage(files []string) {
 // client reads it: version/list, newest first, one version.
 func (w *lanceWriter) load(ctx context.Context, t *lanceTable) (int64, error) {
 	start := time.Now()
-	code, b, err := w.s.rc.sendOn(w.conn, ctx, http.MethodPost, lanceURL(w.base, "table/"+t.path+"/version/list", "&limit=1&descending=true"),
+	code, b, err := w.s.rc.sendOn(ctx, w.conn, http.MethodPost, lanceURL(w.base, "table/"+t.path+"/version/list", "&limit=1&descending=true"),
 		strings.NewReader("null"), &w.buf)
 	w.times.loads.since(start)
 	if err != nil || code != http.StatusOK {

@@ -260,7 +260,7 @@ func (s *raftcatSystem) send(ctx context.Context, method, url string, body io.Re
 
 // sendOn is send on a writer's own connection, or on the shared client
 // when c is nil (one-off requests, such as a verifier's loads).
-func (s *raftcatSystem) sendOn(c *connClient, ctx context.Context, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
+func (s *raftcatSystem) sendOn(ctx context.Context, c *connClient, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
 	if c == nil {
 		return s.send(ctx, method, url, body, buf)
 	}
@@ -284,6 +284,7 @@ type deltaWriter struct {
 }
 
 func (w *deltaWriter) requests() *requestTimes { return &w.times }
+func (w *deltaWriter) closeConn()              { w.conn.close() }
 
 var latestField = []byte(`"latest-table-version":`)
 
@@ -306,7 +307,9 @@ func (w *deltaWriter) commit(ctx context.Context) (int, error) {
 			`"file-size":1024,"file-modification-timestamp":%d}}%s]}`,
 			w.uuid, v, now, v, w.id, w.seq, now, backfill)
 		start := time.Now()
-		code, answer, err := w.do(ctx, http.MethodPost, strings.NewReader(body))
+		// A commit once sent is waited for, also when the window ends: a
+		// cancelled one would leave its outcome unknown.
+		code, answer, err := w.do(context.WithoutCancel(ctx), http.MethodPost, strings.NewReader(body))
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
@@ -332,7 +335,7 @@ func (w *deltaWriter) commit(ctx context.Context) (int, error) {
 // do sends one request to the table and reads the answer into the
 // writer's buffer.
 func (w *deltaWriter) do(ctx context.Context, method string, body io.Reader) (int, []byte, error) {
-	return w.s.sendOn(w.conn, ctx, method, w.url, body, &w.buf)
+	return w.s.sendOn(ctx, w.conn, method, w.url, body, &w.buf)
 }
 
 // load returns the table's latest version, reading just that field of
