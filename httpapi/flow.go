@@ -27,6 +27,7 @@ func (s *Server) State(c echo.Context) (*fsm.State, error) {
 	} else {
 		var err error
 		if st, idx, err = s.cluster.LinearizableState(c.Request().Context()); err != nil {
+			noteOutcome(c, err, false)
 			return nil, err
 		}
 	}
@@ -125,6 +126,7 @@ func Write[R any, C fsm.Command](s *Server, build Build[R, C], decide Decide[C],
 // propose replicates a command and returns its result, or its domain error.
 func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
 	res, idx, err := s.cluster.Propose(c.Request().Context(), cmd)
+	noteOutcome(c, err, true)
 	if err != nil {
 		return res, err
 	}

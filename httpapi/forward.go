@@ -29,10 +29,14 @@ var errLeaderUnreachable = errors.New("leader unreachable")
 func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set(HeaderServedBy, s.cluster.ID())
-		if isStaleRead(c.Request()) || s.cluster.IsLeader() {
+		if isStaleRead(c.Request()) {
 			return next(c)
 		}
-		if c.Request().Header.Get(HeaderForwarded) != "" {
+		if s.cluster.IsLeader() {
+			return s.serveAsLeader(c, next)
+		}
+		if c.Request().Header.Get(HeaderForwarded) != "" { // nothing done: the follower sends it on
+			c.Response().Header().Set(HeaderLeaderMoved, "true")
 			return fmt.Errorf("%w: forwarded request reached a node that no longer leads", clusterapi.ErrNotLeader)
 		}
 		if s.reads.readsHere(c) {
@@ -142,8 +146,7 @@ func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent 
 	if err != nil {
 		return sent, err
 	}
-	p.answer(c, resp)
-	return true, nil
+	return p.answerUnlessMoved(c, addr, resp)
 }
 
 // send forwards once. sent is false when the request surely never reached
@@ -166,6 +169,23 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 	if err != nil {
 		var op *net.OpError
 		return !(errors.As(err, &op) && op.Op == "dial"), err
+	}
+	return p.answerUnlessMoved(c, addr, resp)
+}
+
+// errLeaderMoved is a forwarded request's refusal by a node that no
+// longer leads and did nothing with it.
+var errLeaderMoved = errors.New("no longer leads")
+
+// answerUnlessMoved copies the leader's answer to the client, unless the
+// leader refused the request because leadership moved (HeaderLeaderMoved):
+// then the request was not served (sent is false) and goes to the new
+// leader.
+func (p *leaderProxy) answerUnlessMoved(c echo.Context, addr string, resp *http.Response) (sent bool, err error) {
+	if resp.Header.Get(HeaderLeaderMoved) != "" {
+		resp.Body.Close()
+		p.s.metrics.forwarded.WithLabelValues("leader_moved").Inc()
+		return false, fmt.Errorf("%s %w", addr, errLeaderMoved)
 	}
 	p.answer(c, resp)
 	return true, nil

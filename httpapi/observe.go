@@ -109,8 +109,8 @@ func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *h
 			Help: "HTTP requests being served now."}),
 	}
 	m.forwarded = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_forwarded_requests_total",
-		Help: "Requests this node forwarded to the leader, by outcome: answered, unknown_outcome, no_leader or canceled."}, []string{"outcome"})
-	for _, o := range []string{"answered", "unknown_outcome", "no_leader", "canceled"} {
+		Help: "Requests this node forwarded to the leader, by outcome: answered, unknown_outcome, no_leader or canceled; leader_moved counts tries a former leader turned back, having done nothing (the request then went on)."}, []string{"outcome"})
+	for _, o := range []string{"answered", "unknown_outcome", "no_leader", "canceled", "leader_moved"} {
 		m.forwarded.WithLabelValues(o)
 	}
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_auth_failures_total",
