@@ -51,6 +51,16 @@ type Config struct {
 	// at once; proposals arriving meanwhile wait to leave together (0: 1).
 	GroupCommitBatches int
 
+	// LeaderFollowsClients moves leadership to the node where nearly all
+	// requests that need the leader come in (see placement). Every
+	// PlacementWindow (0: 10s), the leader moves when at least
+	// PlacementMinRequests (0: 1000) requests came in and 90% of them at
+	// one follower; then not again for PlacementCooldown (0: 5m).
+	LeaderFollowsClients bool
+	PlacementWindow      time.Duration
+	PlacementCooldown    time.Duration
+	PlacementMinRequests int
+
 	// DeadServerThreshold is how long gossip must report a server failed
 	// before autopilot removes it (0: never remove automatically).
 	DeadServerThreshold time.Duration
@@ -98,8 +108,22 @@ func (c *Config) Validate() error {
 	if c.MinQuorum == 0 {
 		c.MinQuorum = c.BootstrapExpect
 	}
+	c.placementDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return errors.Join(errs...)
+}
+
+// placementDefaults fills the placement policy's zero settings.
+func (c *Config) placementDefaults() {
+	if c.PlacementWindow <= 0 {
+		c.PlacementWindow = defaultPlacementWindow
+	}
+	if c.PlacementCooldown <= 0 {
+		c.PlacementCooldown = defaultPlacementCooldown
+	}
+	if c.PlacementMinRequests <= 0 {
+		c.PlacementMinRequests = defaultPlacementMinRequests
+	}
 }

@@ -13,13 +13,14 @@ import (
 // reports through go-metrics): histograms observed as things happen, and
 // a collector that reads the rest off the node when scraped.
 type nodeMetrics struct {
-	batchSize    prometheus.Observer
-	snapDuration *prometheus.HistogramVec // by op: persist, restore
-	snapSize     *prometheus.HistogramVec
-	snapFailures *prometheus.CounterVec
-	leaderChange prometheus.Counter
-	propose      *prometheus.HistogramVec // by outcome: applied, refused, failed
-	batchWait    prometheus.Observer      // a proposal's wait for its batch to leave
+	batchSize      prometheus.Observer
+	snapDuration   *prometheus.HistogramVec // by op: persist, restore
+	snapSize       *prometheus.HistogramVec
+	snapFailures   *prometheus.CounterVec
+	leaderChange   prometheus.Counter
+	propose        *prometheus.HistogramVec // by outcome: applied, refused, failed
+	batchWait      prometheus.Observer      // a proposal's wait for its batch to leave
+	placementMoves prometheus.Counter
 }
 
 // newNodeMetrics registers the metrics observed as things happen; the
@@ -44,10 +45,11 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		Help:    "Time a proposal waited on the leader for its group-commit batch to leave (or to be answered without a log entry).",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
 	m.batchWait = wait
+	m.placementMoves = newPlacementMetric()
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait)
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves)
 	return m
 }
 

@@ -32,6 +32,8 @@ type Node struct {
 	raft    *raft.Raft
 	group   *groupCommit
 	reads   *readIndex
+	// placement counts where the requests the leader serves come in.
+	placement placement
 
 	digestMu  sync.Mutex // StateDigest's cache: the digest of one state
 	digestOf  *fsm.State
@@ -107,6 +109,9 @@ func Open(cfg Config) (*Node, error) {
 	n.start(n.leaderLoop)
 	n.start(n.removalWatch)
 	n.start(n.recordLeaders)
+	if cfg.LeaderFollowsClients {
+		n.start(n.placementLoop)
+	}
 	n.log.Info("node started", "node_id", cfg.NodeID, "raft_addr", n.RaftAddr(), "gossip_addr", n.GossipAddr(),
 		"bootstrap_expect", cfg.BootstrapExpect, "data_dir", cfg.DataDir)
 	return n, nil

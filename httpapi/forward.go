@@ -33,6 +33,7 @@ func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if s.cluster.IsLeader() {
+			s.cluster.NoteEntry(entryNode(c.Request(), s.cluster.ID()))
 			return s.serveAsLeader(c, next)
 		}
 		if c.Request().Header.Get(HeaderForwarded) != "" { // nothing done: the follower sends it on
@@ -55,6 +56,15 @@ func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return err
 	}
+}
+
+// entryNode is the node a request entered the cluster at: the follower
+// that relayed it, or this one.
+func entryNode(r *http.Request, self string) string {
+	if via := r.Header.Get(HeaderForwarded); via != "" {
+		return via
+	}
+	return self
 }
 
 // isStaleRead reports whether a request asked for this node's local state.

@@ -50,6 +50,9 @@ type DataPath interface {
 	IsLeader() bool
 	LeaderHTTPAddr() (string, error)
 	Ready() bool
+	// NoteEntry tells the leader that a request it serves entered the
+	// cluster at node (its own id, or the follower that relayed it).
+	NoteEntry(node string)
 }
 
 // Config tunes the HTTP layer.

@@ -49,6 +49,7 @@ type Config struct {
 	LogPreallocMiB    int64
 	RaftLogStore      string
 	ReadLease         bool
+	FollowClients     bool
 	FollowerReads     bool
 	GroupCommit       int
 	LeaveOnTerminate  bool
@@ -93,6 +94,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check whether a snapshot is due")
 	fs.IntVar(&c.MaxAppendEntries, "raft-max-append-entries", 128, "group commit: most log entries written with one fsync and sent in one AppendEntries (1..1024)")
 	fs.BoolVar(&c.FollowerReads, "follower-reads", false, "a follower answers linearizable reads (GET, HEAD) itself once it has applied the leader's read index, which it asks for once per round of reads: reads spread over the nodes, but each waits for the follower to learn that the index is committed (about one replication round); off: followers forward reads to the leader")
+	fs.BoolVar(&c.FollowClients, "leader-follows-clients", true, "move leadership to a follower at which at least 90% of the leader's requests came in over 10 s (at least 1,000 of them), so that clients talking to that node skip the relay hop; at most one move per 5 minutes")
 	fs.BoolVar(&c.ReadLease, "read-lease", true, "the leader answers linearizable reads without a quorum round while a quorum acknowledged it within half the heartbeat timeout (a node waits that long before joining raft; no lease while a voter gossips a shorter heartbeat timeout or leases off)")
 	fs.StringVar(&c.RaftLogStore, "raft-log-store", cluster.LogStoreAuto, "where the raft log is kept: segments (segment files in raft/segments, one synchronous write per batch of entries), boltdb (in raft/raft.db with the stable store, two fsyncs per write), wal (raft-wal segment files in raft/wal; raft-wal v0.4.0 can fail to reopen a log after the process was killed, see docs/configuration.md) or auto (the store the data directory already has; segments for a new one); fixed for a data directory once it holds a log")
 	fs.Int64Var(&c.LogPreallocMiB, "raft-log-prealloc-mib", 64, "with the raft log in raft.db (--raft-log-store boltdb): size in MiB the file is given up front, as written zeros, so log writes fsync data only, not filesystem allocations (0: none)")
@@ -245,7 +247,7 @@ func (c *Config) clusterConfig(log *slog.Logger, reg prometheus.Registerer) clus
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
-		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogStore: c.RaftLogStore, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
+		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogStore: c.RaftLogStore, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, LeaderFollowsClients: c.FollowClients, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
 		MinQuorum: c.MinQuorum, Logger: log, Metrics: reg}
 }
 

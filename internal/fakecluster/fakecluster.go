@@ -102,3 +102,6 @@ func (n *Node) LeaderHTTPAddr() (string, error) { return n.httpAddr, nil }
 
 // Ready is always true: the state is seeded from the start.
 func (n *Node) Ready() bool { return true }
+
+// NoteEntry does nothing: the fake always leads.
+func (n *Node) NoteEntry(string) {}

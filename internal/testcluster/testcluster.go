@@ -73,6 +73,9 @@ type Options struct {
 	NoReadLease bool
 	// FollowerReads lets followers answer reads at the leader's read index.
 	FollowerReads bool
+	// Placement, if set, moves leadership to where the requests come in
+	// (cluster.Config.LeaderFollowsClients) with these window and minimum.
+	Placement *Placement
 	// IcebergObjects wraps the object store the Iceberg catalog writes its
 	// metadata files through (nil: the node's own).
 	IcebergObjects func(storage.ObjectStore) iceberg.ObjectStore
@@ -86,6 +89,12 @@ type Options struct {
 	LogStore string
 	// Logger, if set, gives each node its logger (by node id).
 	Logger func(id string) *slog.Logger
+}
+
+// Placement tunes the leadership placement policy for a test.
+type Placement struct {
+	Window      time.Duration
+	MinRequests int
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -143,6 +152,9 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose, nd.recent), LogStore: opts.LogStore}
 	if opts.Logger != nil {
 		nd.cfg.Logger = opts.Logger(id)
+	}
+	if p := opts.Placement; p != nil {
+		nd.cfg.LeaderFollowsClients, nd.cfg.PlacementWindow, nd.cfg.PlacementMinRequests = true, p.Window, p.MinRequests
 	}
 	if err := nd.start(); err != nil {
 		t.Fatalf("start %s: %v", id, err)

@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// With Config.LeaderFollowsClients, leadership moves to the node where
+// nearly all requests that need the leader enter the cluster. A follower
+// relays such requests to the leader, one more round trip each; a client
+// that talks to one node (a lone writer, a load balancer that keeps a
+// client on one node) pays it on every load and every commit, unless that
+// node leads. Every window the leader looks at where the requests it
+// served came in: when at least minRequests did and one follower brought
+// share of them, the leader hands leadership to it (a raft leadership
+// transfer: no election timeout, and requests refused meanwhile go on to
+// the new leader). After a move, none follows for cooldown, so clients
+// that move around cannot make leadership flap. Requests spread over the
+// nodes move nothing.
+
+// Defaults of the placement policy.
+const (
+	defaultPlacementWindow      = 10 * time.Second
+	defaultPlacementCooldown    = 5 * time.Minute
+	defaultPlacementMinRequests = 1000
+	placementShare              = 0.9
+)
+
+// placement counts, on the leader, the node each request it served entered
+// the cluster at.
+type placement struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// placementKeys bounds the nodes counted in one window; the header naming
+// a request's follower comes from the network, so more names than a
+// cluster has are counted together under "" (never a target).
+const placementKeys = 16
+
+func (p *placement) note(node string) {
+	p.mu.Lock()
+	if p.counts == nil {
+		p.counts = map[string]int{}
+	}
+	if _, ok := p.counts[node]; !ok && len(p.counts) >= placementKeys {
+		node = ""
+	}
+	p.counts[node]++
+	p.mu.Unlock()
+}
+
+// take returns the counts so far and starts a new window.
+func (p *placement) take() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.counts
+	p.counts = nil
+	return c
+}
+
+// placementTarget is the node one window's counts ask leadership to move
+// to, or "": the node that brought at least share of at least minRequests
+// requests, when it is not self.
+func placementTarget(self string, counts map[string]int, minRequests int, share float64) string {
+	total, top, most := 0, "", 0
+	for node, n := range counts {
+		total += n
+		if n > most || (n == most && node < top) {
+			top, most = node, n
+		}
+	}
+	if total < minRequests || top == self || top == "" || float64(most) < share*float64(total) {
+		return ""
+	}
+	return top
+}
+
+// NoteEntry records that a request this node serves as the leader entered
+// the cluster at node (this node's own id for its own clients).
+func (n *Node) NoteEntry(node string) {
+	if n.cfg.LeaderFollowsClients {
+		n.placement.note(node)
+	}
+}
+
+// placementLoop runs the policy once per window.
+func (n *Node) placementLoop() {
+	var lastMove time.Time
+	for n.sleep(n.cfg.PlacementWindow) {
+		counts := n.placement.take()
+		if !n.established() || (!lastMove.IsZero() && time.Since(lastMove) < n.cfg.PlacementCooldown) {
+			continue
+		}
+		target := placementTarget(n.cfg.NodeID, counts, n.cfg.PlacementMinRequests, placementShare)
+		if target == "" {
+			continue
+		}
+		lastMove = time.Now()
+		n.moveLeadership(target, counts)
+	}
+}
+
+// moveLeadership hands leadership to target, where the window's requests
+// came in.
+func (n *Node) moveLeadership(target string, counts map[string]int) {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	n.log.Info("moving leadership to the node where the requests come in", "to", target,
+		"requests_entered_there", counts[target], "requests", total, "window", n.cfg.PlacementWindow)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout+n.cfg.HeartbeatTimeout)
+	defer cancel()
+	if err := n.TransferLeadership(ctx, target); err != nil {
+		n.log.Warn("could not move leadership to where the requests come in", "to", target, "err", err)
+		return
+	}
+	n.metrics.placementMoves.Inc()
+}
+
+// newPlacementMetric is the count of leadership moves the policy made.
+func newPlacementMetric() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_leadership_moves_total",
+		Help: "Leadership transfers this node made, as the leader, to the node where nearly all requests came in (--leader-follows-clients)."})
+}
