@@ -9,4 +9,5 @@ var (
 	ErrNoLeader       = clusterapi.ErrNoLeader
 	ErrUnknownOutcome = clusterapi.ErrUnknownOutcome
 	ErrShutdown       = clusterapi.ErrShutdown
+	ErrBusy           = clusterapi.ErrBusy
 )

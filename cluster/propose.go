@@ -49,7 +49,7 @@ func mapRaftError(err error) error {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		return ErrNotLeader
 	case errors.Is(err, raft.ErrEnqueueTimeout):
-		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+		return fmt.Errorf("%w: %v", ErrBusy, err)
 	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrAbortedByRestore):
 		return ErrUnknownOutcome
 	case errors.Is(err, raft.ErrRaftShutdown):

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -58,7 +60,18 @@ func (b *readIndex) ticket() *rounds.Round {
 func (b *readIndex) confirm() (uint64, error) {
 	index := b.raft.CommitIndex()
 	if err := b.raft.VerifyLeader().Error(); err != nil {
-		return 0, mapRaftError(err)
+		return 0, mapReadError(err)
 	}
 	return index, nil
+}
+
+// mapReadError turns the error of a leadership check into this package's
+// sentinels. A read proposes nothing, so leadership lost while it was
+// being confirmed is a plain refusal (the read can go to the new leader),
+// not an unknown outcome.
+func mapReadError(err error) error {
+	if errors.Is(err, raft.ErrLeadershipLost) {
+		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+	}
+	return mapRaftError(err)
 }

@@ -21,6 +21,9 @@ var (
 	ErrUnknownOutcome = errors.New("outcome unknown: leadership lost or timed out after proposing")
 	// ErrShutdown means the node is shutting down.
 	ErrShutdown = errors.New("node is shutting down")
+	// ErrBusy means the leader could not take the command in time (its
+	// queue of proposals stayed full); the command was not proposed.
+	ErrBusy = errors.New("the leader is too busy to take the request")
 )
 
 // Errors of cluster operations (backup restore, membership).

@@ -123,6 +123,20 @@ func Write[R any, C fsm.Command](s *Server, build Build[R, C], decide Decide[C],
 	}
 }
 
+// Propose replicates a command a handler builds itself, outside Write,
+// and returns its result, or its error (a domain error too). It records
+// for the request that a proposal was made, or refused because this node
+// no longer leads (see serveAsLeader). The answer's index stays the one
+// of the state the handler read.
+func (s *Server) Propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
+	res, _, err := s.cluster.Propose(c.Request().Context(), cmd)
+	noteOutcome(c, err, true)
+	if err == nil && res.Err != nil {
+		err = res.Err
+	}
+	return res, err
+}
+
 // propose replicates a command and returns its result, or its domain error.
 func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
 	res, idx, err := s.cluster.Propose(c.Request().Context(), cmd)

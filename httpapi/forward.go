@@ -49,7 +49,7 @@ func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return bodyReadError(err)
 		}
-		handledHere, err := s.proxy.forward(c, body)
+		handledHere, err := s.proxy.forward(c, body, time.Now().Add(s.cfg.LeaderWait))
 		if handledHere { // this node became the leader while waiting
 			c.Request().Body = io.NopCloser(bytes.NewReader(body))
 			return next(c)
@@ -59,9 +59,14 @@ func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // entryNode is the node a request entered the cluster at: the follower
-// that relayed it, or this one.
+// that relayed it, or this one. Only a request that came over a relay
+// connection, the way followers send requests on, is counted at the
+// follower its header names: a client that sets the header on its own
+// request cannot steer leadership with it. (Which peer opened a relay
+// connection is not proven until node-to-node connections are
+// authenticated; see newLeaderProxy.)
 func entryNode(r *http.Request, self string) string {
-	if via := r.Header.Get(HeaderForwarded); via != "" {
+	if via := r.Header.Get(HeaderForwarded); via != "" && relay.Relayed(r) {
 		return via
 	}
 	return self
@@ -102,10 +107,9 @@ func newLeaderProxy(s *Server) *leaderProxy {
 
 // forward sends the request to the current leader and copies its answer
 // back. While no leader is known, or the leader cannot be dialled (so the
-// request was never sent), it waits and tries again until LeaderWait has
-// passed. It reports handledHere when this node became the leader.
-func (p *leaderProxy) forward(c echo.Context, body []byte) (handledHere bool, err error) {
-	deadline := time.Now().Add(p.s.cfg.LeaderWait)
+// request was never sent), it waits and tries again until deadline. It
+// reports handledHere when this node became the leader.
+func (p *leaderProxy) forward(c echo.Context, body []byte, deadline time.Time) (handledHere bool, err error) {
 	for {
 		if p.s.cluster.IsLeader() {
 			return true, nil

@@ -60,6 +60,9 @@ func refusedUnchanged(c echo.Context, err error) bool {
 // given up (a transfer whose target did not take over). Streamed bodies
 // are not kept, so those requests are answered as they are.
 func (s *Server) serveAsLeader(c echo.Context, next echo.HandlerFunc) error {
+	if c.Request().Header.Get(HeaderForwarded) != "" {
+		return serveForwarded(c, next)
+	}
 	if s.streams(c) {
 		return next(c)
 	}
@@ -70,10 +73,6 @@ func (s *Server) serveAsLeader(c echo.Context, next echo.HandlerFunc) error {
 	if !refusedUnchanged(c, err) {
 		return err
 	}
-	if c.Request().Header.Get(HeaderForwarded) != "" { // the follower that sent it sends it on
-		c.Response().Header().Set(HeaderLeaderMoved, "true")
-		return err
-	}
 	body, rerr := kept.whole()
 	if rerr != nil {
 		return err
@@ -81,30 +80,45 @@ func (s *Server) serveAsLeader(c echo.Context, next echo.HandlerFunc) error {
 	return s.serveAfterMove(c, next, body, before, err)
 }
 
-// moveRetryEvery is how often a request refused while leadership moves
-// looks again for where to be served.
-const moveRetryEvery = 10 * time.Millisecond
+// serveForwarded runs a request a follower forwarded; if leadership moved
+// before it changed anything, the answer says so, and the follower sends
+// the request on (it kept the body).
+func serveForwarded(c echo.Context, next echo.HandlerFunc) error {
+	err := next(c)
+	if refusedUnchanged(c, err) {
+		c.Response().Header().Set(HeaderLeaderMoved, "true")
+	}
+	return err
+}
+
+// A request refused while leadership moves looks again for where to be
+// served after moveRetryFirst, then twice as long each time up to
+// moveRetryMost: a hand-over ends within an election timeout, and a
+// handler run again on a leader still handing over (a transfer refuses
+// proposals until it ends) may have done work outside raft first (written
+// a metadata file).
+const (
+	moveRetryFirst = 10 * time.Millisecond
+	moveRetryMost  = 250 * time.Millisecond
+)
 
 // serveAfterMove serves a request this node refused while leadership was
 // moving: forwarded to the new leader once this node no longer leads, or
-// run here again while it still does. After LeaderWait the refusal is the
-// answer.
+// run here again while it still does. After LeaderWait, counted from the
+// refusal, the refusal is the answer.
 func (s *Server) serveAfterMove(c echo.Context, next echo.HandlerFunc, body []byte, before http.Header, refusal error) error {
 	deadline := time.Now().Add(s.cfg.LeaderWait)
-	for time.Now().Before(deadline) {
+	for pause := moveRetryFirst; time.Now().Before(deadline); pause = min(2*pause, moveRetryMost) {
 		select {
 		case <-c.Request().Context().Done():
 			return refusal
-		case <-time.After(moveRetryEvery):
+		case <-time.After(min(pause, time.Until(deadline))):
 		}
-		h := c.Response().Header()
-		clear(h)
-		maps.Copy(h, before)
-		c.Set(keyRefusedNotLeader, false)
+		resetHeader(c, before)
 		if !s.cluster.IsLeader() {
 			s.log.DebugContext(c.Request().Context(), "leadership moved while serving a request: forwarding it to the new leader",
 				"method", c.Request().Method, "path", c.Request().URL.Path)
-			if handledHere, err := s.proxy.forward(c, body); !handledHere {
+			if handledHere, err := s.proxy.forward(c, body, deadline); !handledHere {
 				return err
 			}
 		}
@@ -114,6 +128,15 @@ func (s *Server) serveAfterMove(c echo.Context, next echo.HandlerFunc, body []by
 		}
 	}
 	return refusal
+}
+
+// resetHeader puts the answer's header back as it was before the handler
+// ran and clears the record of the last refusal, for another try.
+func resetHeader(c echo.Context, before http.Header) {
+	h := c.Response().Header()
+	clear(h)
+	maps.Copy(h, before)
+	c.Set(keyRefusedNotLeader, false)
 }
 
 // keptBody keeps what is read of a request body, so that the request can

@@ -1,7 +1,6 @@
 package sharing
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	gojson "github.com/goccy/go-json"
+	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/fsm"
 )
@@ -22,18 +22,15 @@ import (
 
 // signingKey returns the current key, creating it when the cluster has
 // none yet. It runs on the leader (every protocol route does).
-func (s *Server) signingKey(ctx context.Context, st *fsm.State) (*fsm.URLSigningKey, error) {
+func (s *Server) signingKey(c echo.Context, st *fsm.State) (*fsm.URLSigningKey, error) {
 	if k, ok := st.URLSigningKey(); ok {
 		return k, nil
 	}
 	cmd := newKeyCommand(true)
 	cmd.Stamp = fsm.Stamp{Time: time.Now().UnixMilli()}
-	res, _, err := s.core.Node().Propose(ctx, cmd)
+	res, err := s.core.Propose(c, cmd)
 	if err != nil {
 		return nil, err
-	}
-	if res.Err != nil {
-		return nil, res.Err
 	}
 	return res.SigningKey, nil // the key set, or the one a concurrent request set first
 }

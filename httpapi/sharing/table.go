@@ -35,12 +35,11 @@ func (s *Server) openTable(c echo.Context) (*tableRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := c.Request().Context()
-	key, err := s.signingKey(ctx, principalOf(c).state)
+	key, err := s.signingKey(c, principalOf(c).state)
 	if err != nil {
 		return nil, err
 	}
-	lg, err := deltalog.Open(ctx, s.cfg.Objects, s.cache, deltalog.Source{Location: t.table.Location, Ratified: ratified(t.table)})
+	lg, err := deltalog.Open(c.Request().Context(), s.cfg.Objects, s.cache, deltalog.Source{Location: t.table.Location, Ratified: ratified(t.table)})
 	if err != nil {
 		return nil, s.logError(c, err)
 	}

@@ -141,11 +141,21 @@ func (s *Server) maxFrame() int {
 	return MaxFrame
 }
 
+type relayedKey struct{}
+
+// Relayed reports whether r came in over a relay connection: a peer's
+// (or a client's that opened one) multiplexed connection, not a plain
+// HTTP exchange.
+func Relayed(r *http.Request) bool {
+	relayed, _ := r.Context().Value(relayedKey{}).(bool)
+	return relayed
+}
+
 // serve reads frames until the connection ends, serving each on a worker
 // of its own; one writer sends the answers. Once reading stops, requests
 // still being served see their context cancelled.
 func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(parent), relayedKey{}, true))
 	written := make(chan struct{})
 	go func() { sc.writeAnswers(); close(written) }()
 	remote := sc.conn.RemoteAddr().String()
