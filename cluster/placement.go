@@ -17,9 +17,9 @@ import (
 // served came in: when at least minRequests did and one follower brought
 // share of them, the leader hands leadership to it (a raft leadership
 // transfer: no election timeout, and requests refused meanwhile go on to
-// the new leader). After a move, none follows for cooldown, so clients
-// that move around cannot make leadership flap. Requests spread over the
-// nodes move nothing.
+// the new leader). A leader that took over from another moves nothing
+// until it has led for cooldown (see placementGate), so clients that move around cannot make leadership
+// flap. Requests spread over the nodes move nothing.
 
 // Defaults of the placement policy.
 const (
@@ -89,19 +89,72 @@ func (n *Node) NoteEntry(node string) {
 
 // placementLoop runs the policy once per window.
 func (n *Node) placementLoop() {
-	var lastMove time.Time
+	var gate placementGate
 	for n.sleep(n.cfg.PlacementWindow) {
 		counts := n.placement.take()
-		if !n.established() || (!lastMove.IsZero() && time.Since(lastMove) < n.cfg.PlacementCooldown) {
+		if !gate.open(time.Now(), n.leadingTerm(), n.sawOtherLeader(), n.cfg.PlacementCooldown) {
 			continue
 		}
 		target := placementTarget(n.cfg.NodeID, counts, n.cfg.PlacementMinRequests, placementShare)
 		if target == "" {
 			continue
 		}
-		lastMove = time.Now()
+		gate.moved(time.Now())
 		n.moveLeadership(target, counts)
 	}
+}
+
+// placementGate decides, at the end of each window, whether its counts may
+// move leadership. A window counts only if this node led, in one term,
+// all through it. A leader waits cooldown from when it began to lead
+// (unless it never saw another leader: a new cluster's first), so that
+// leadership handed to it (by this policy, by an operator, after a
+// failure) stays put for that long: moves are at most one per cooldown
+// across the cluster, and an operator's transfer is not undone at once.
+// After a move of its own that failed, it waits cooldown again.
+type placementGate struct {
+	term     uint64    // the term this node led in at the last window's end (0: it did not lead)
+	since    time.Time // when it was first seen leading in term
+	wait     time.Duration
+	lastMove time.Time
+}
+
+// open reports whether the window that ends at now may move leadership;
+// term is the term this node leads in (0: it does not lead).
+func (g *placementGate) open(now time.Time, term uint64, sawOtherLeader bool, cooldown time.Duration) bool {
+	if term != g.term { // the window began before this node led in term
+		g.term, g.since, g.wait = term, now, 0
+		if sawOtherLeader {
+			g.wait = cooldown
+		}
+		return false
+	}
+	if term == 0 || now.Sub(g.since) < g.wait {
+		return false
+	}
+	return g.lastMove.IsZero() || now.Sub(g.lastMove) >= cooldown
+}
+
+func (g *placementGate) moved(now time.Time) { g.lastMove = now }
+
+// leadingTerm is the term this node leads in, once it applied the term's
+// first entry, or 0.
+func (n *Node) leadingTerm() uint64 {
+	if !n.established() {
+		return 0
+	}
+	return n.raft.CurrentTerm()
+}
+
+// sawOtherLeader reports whether this node saw another node lead since it
+// started (among the changes of leader it remembers).
+func (n *Node) sawOtherLeader() bool {
+	for _, c := range n.leaders.list() {
+		if c.LeaderID != "" && c.LeaderID != n.cfg.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // moveLeadership hands leadership to target, where the window's requests
@@ -115,6 +168,13 @@ func (n *Node) moveLeadership(target string, counts map[string]int) {
 		"requests_entered_there", counts[target], "requests", total, "window", n.cfg.PlacementWindow)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout+n.cfg.HeartbeatTimeout)
 	defer cancel()
+	go func() { // shutting down ends the wait for the new leader
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if err := n.TransferLeadership(ctx, target); err != nil {
 		n.log.Warn("could not move leadership to where the requests come in", "to", target, "err", err)
 		return

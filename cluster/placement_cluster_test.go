@@ -25,15 +25,16 @@ func TestLeadershipMovesToTheFollowerAllRequestsComeIn(t *testing.T) {
 	if failed := <-answers; failed != "" {
 		t.Fatalf("requests through %s failed while leadership moved: %s", via.ID(), failed)
 	}
-	r := testcluster.Do(t, http.MethodGet, leader.URL+"/metrics", nil)
-	if !strings.Contains(r.Text(), "\nraftcat_leadership_moves_total 1\n") {
-		t.Fatalf("the former leader did not count its move:\n%s", grepLines(r.Text(), "raftcat_leadership_moves_total"))
-	}
+	testcluster.WaitFor(t, opsWait, "the former leader to count its move", func() bool {
+		r := testcluster.Do(t, http.MethodGet, leader.URL+"/metrics", nil)
+		return strings.Contains(r.Text(), "\nraftcat_leadership_moves_total 1\n")
+	})
 }
 
-// createSchemas creates schemas through one node until stop is closed; it
-// returns the answers that were not 200, or "". A write in raft when the
-// old leader stepped down may answer that its outcome is unknown.
+// createSchemas creates schemas through one node, and reads each back,
+// until stop is closed; it returns the answers that were not 200, or "".
+// A write in raft when the old leader stepped down may answer that its
+// outcome is unknown; a read never fails.
 func createSchemas(base string, stop <-chan struct{}) string {
 	var failed []string
 	for i := 0; ; i++ {
@@ -43,26 +44,34 @@ func createSchemas(base string, stop <-chan struct{}) string {
 		default:
 		}
 		body := fmt.Sprintf(`{"name":"placed_%d","catalog_name":"unity"}`, i)
-		resp, err := http.Post(base+"/api/2.1/unity-catalog/schemas", "application/json", strings.NewReader(body))
-		if err != nil {
+		status, raw, err := call(http.MethodPost, base+"/api/2.1/unity-catalog/schemas", body)
+		switch {
+		case err != nil:
 			failed = append(failed, err.Error())
 			continue
+		case status != http.StatusOK && !strings.Contains(raw, "outcome of the request is unknown"):
+			failed = append(failed, fmt.Sprintf("POST %d %s", status, raw))
+			continue
 		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK && !strings.Contains(string(raw), "outcome of the request is unknown") {
-			failed = append(failed, fmt.Sprintf("%d %s", resp.StatusCode, raw))
+		status, raw, err = call(http.MethodGet, base+"/api/2.1/unity-catalog/catalogs/unity", "")
+		if err != nil || status != http.StatusOK {
+			failed = append(failed, fmt.Sprintf("GET %d %s %v", status, raw, err))
 		}
 	}
 }
 
-// grepLines returns the lines of text that contain s.
-func grepLines(text, s string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
+// call sends one request and returns the answer's status and body.
+func call(method, url, body string) (int, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
 	}
-	return strings.Join(out, "\n")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw), err
 }

@@ -1,6 +1,9 @@
 package cluster
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestPlacementTargetIsTheFollowerThatBringsNearlyAllRequests(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,5 +39,43 @@ func TestPlacementCountsBoundedNames(t *testing.T) {
 	}
 	if len(p.take()) != 0 {
 		t.Fatal("take does not start a new window")
+	}
+}
+
+// The gate opens only for windows this node led through, in one term; a
+// leader that took over from another waits the cooldown first, and so
+// does a leader whose own move failed.
+func TestPlacementGateWaitsOutTheCooldownAfterLeadershipChanges(t *testing.T) {
+	const window, cooldown = 10 * time.Second, 5 * time.Minute
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(windows int) time.Time { return t0.Add(time.Duration(windows) * window) }
+	steps := []struct {
+		name      string
+		windows   int
+		term      uint64
+		sawOther  bool
+		want      bool
+		moveAfter bool
+	}{
+		{"following", 1, 0, false, false, false},
+		{"first window led: it began before", 2, 3, false, false, false},
+		{"a new cluster's first leader, a full window", 3, 3, false, true, true},
+		{"after its own (failed) move", 4, 3, false, false, false},
+		{"the cooldown after its move has passed", 4 + 30, 3, false, true, false},
+		{"leadership lost", 35, 0, true, false, false},
+		{"leading again after another led", 36, 5, true, false, false},
+		{"a window later, within the cooldown", 37, 5, true, false, false},
+		{"just before the cooldown ends", 36 + 29, 5, true, false, false},
+		{"the cooldown has passed", 36 + 30, 5, true, true, false},
+		{"a new term at once: a fresh start", 36 + 31, 6, true, false, false},
+	}
+	var g placementGate
+	for _, s := range steps {
+		if got := g.open(at(s.windows), s.term, s.sawOther, cooldown); got != s.want {
+			t.Fatalf("%s: open = %v, want %v", s.name, got, s.want)
+		}
+		if s.moveAfter {
+			g.moved(at(s.windows))
+		}
 	}
 }
