@@ -55,8 +55,8 @@ type Config struct {
 	// requests that need the leader come in (see placement). Every
 	// PlacementWindow (0: 10s), the leader moves when at least
 	// PlacementMinRequests (0: 1000) requests came in and 90% of them at
-	// one follower; a leader that took over from another waits
-	// PlacementCooldown (0: 5m) first.
+	// one follower; a leader that took over from another, or whose own
+	// move failed, waits PlacementCooldown (0: 5m) first.
 	LeaderFollowsClients bool
 	PlacementWindow      time.Duration
 	PlacementCooldown    time.Duration

@@ -54,6 +54,9 @@ func (n *Node) recordLeaders() {
 			return
 		case o := <-n.leaderCh:
 			lo := o.Data.(raft.LeaderObservation)
+			if lo.LeaderID != "" && string(lo.LeaderID) != n.cfg.NodeID {
+				n.sawOtherLeader.Store(true)
+			}
 			n.leaders.add(clusterapi.LeaderChange{AtUnixMs: time.Now().UnixMilli(), Term: n.raft.CurrentTerm(),
 				LeaderID: string(lo.LeaderID)})
 			n.metrics.leaderChange.Inc()

@@ -21,6 +21,7 @@ type nodeMetrics struct {
 	propose        *prometheus.HistogramVec // by outcome: applied, refused, failed
 	batchWait      prometheus.Observer      // a proposal's wait for its batch to leave
 	placementMoves prometheus.Counter
+	placementHeld  prometheus.Counter
 }
 
 // newNodeMetrics registers the metrics observed as things happen; the
@@ -45,11 +46,11 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		Help:    "Time a proposal waited on the leader for its group-commit batch to leave (or to be answered without a log entry).",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
 	m.batchWait = wait
-	m.placementMoves = newPlacementMetric()
+	m.placementMoves, m.placementHeld = newPlacementMetrics()
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves)
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld)
 	return m
 }
 

@@ -34,6 +34,8 @@ type Node struct {
 	reads   *readIndex
 	// placement counts where the requests the leader serves come in.
 	placement placement
+	// sawOtherLeader is set once this node has seen another node lead.
+	sawOtherLeader atomic.Bool
 
 	digestMu  sync.Mutex // StateDigest's cache: the digest of one state
 	digestOf  *fsm.State

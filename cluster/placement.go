@@ -18,8 +18,9 @@ import (
 // share of them, the leader hands leadership to it (a raft leadership
 // transfer: no election timeout, and requests refused meanwhile go on to
 // the new leader). A leader that took over from another moves nothing
-// until it has led for cooldown (see placementGate), so clients that move around cannot make leadership
-// flap. Requests spread over the nodes move nothing.
+// until it has led for cooldown (see placementGate), so clients that move
+// around cannot make leadership flap. Requests spread over the nodes move
+// nothing.
 
 // Defaults of the placement policy.
 const (
@@ -92,14 +93,19 @@ func (n *Node) placementLoop() {
 	var gate placementGate
 	for n.sleep(n.cfg.PlacementWindow) {
 		counts := n.placement.take()
-		if !gate.open(time.Now(), n.leadingTerm(), n.sawOtherLeader(), n.cfg.PlacementCooldown) {
+		now := time.Now()
+		if !gate.counts(now, n.leadingTerm(), n.sawOtherLeader.Load(), n.cfg.PlacementCooldown) {
 			continue
 		}
 		target := placementTarget(n.cfg.NodeID, counts, n.cfg.PlacementMinRequests, placementShare)
 		if target == "" {
 			continue
 		}
-		gate.moved(time.Now())
+		if left := gate.waitLeft(now, n.cfg.PlacementCooldown); left > 0 {
+			n.holdLeadership(&gate, target, left)
+			continue
+		}
+		gate.moved(now)
 		n.moveLeadership(target, counts)
 	}
 }
@@ -107,35 +113,55 @@ func (n *Node) placementLoop() {
 // placementGate decides, at the end of each window, whether its counts may
 // move leadership. A window counts only if this node led, in one term,
 // all through it. A leader waits cooldown from when it began to lead
-// (unless it never saw another leader: a new cluster's first), so that
-// leadership handed to it (by this policy, by an operator, after a
-// failure) stays put for that long: moves are at most one per cooldown
-// across the cluster, and an operator's transfer is not undone at once.
-// After a move of its own that failed, it waits cooldown again.
+// (unless it has seen no other leader since its process started: a new
+// cluster's first), so that leadership handed to it (by this policy, by
+// an operator, after a failure) stays put for that long: moves are at most
+// one per cooldown across the cluster, and an operator's transfer is not
+// undone at once. After a move of its own that failed, it waits cooldown
+// again.
 type placementGate struct {
 	term     uint64    // the term this node led in at the last window's end (0: it did not lead)
 	since    time.Time // when it was first seen leading in term
 	wait     time.Duration
 	lastMove time.Time
+	told     bool // the wait was logged in this term
 }
 
-// open reports whether the window that ends at now may move leadership;
-// term is the term this node leads in (0: it does not lead).
-func (g *placementGate) open(now time.Time, term uint64, sawOtherLeader bool, cooldown time.Duration) bool {
+// counts reports whether the window that ends at now counts; term is the
+// term this node leads in (0: it does not lead).
+func (g *placementGate) counts(now time.Time, term uint64, sawOtherLeader bool, cooldown time.Duration) bool {
 	if term != g.term { // the window began before this node led in term
-		g.term, g.since, g.wait = term, now, 0
+		g.term, g.since, g.wait, g.told = term, now, 0, false
 		if sawOtherLeader {
 			g.wait = cooldown
 		}
 		return false
 	}
-	if term == 0 || now.Sub(g.since) < g.wait {
-		return false
+	return term != 0
+}
+
+// waitLeft is how long this leader must still wait before it may move
+// leadership.
+func (g *placementGate) waitLeft(now time.Time, cooldown time.Duration) time.Duration {
+	left := g.since.Add(g.wait).Sub(now)
+	if !g.lastMove.IsZero() {
+		left = max(left, g.lastMove.Add(cooldown).Sub(now))
 	}
-	return g.lastMove.IsZero() || now.Sub(g.lastMove) >= cooldown
+	return max(left, 0)
 }
 
 func (g *placementGate) moved(now time.Time) { g.lastMove = now }
+
+// holdLeadership counts and (once per term) logs a move the requests
+// asked for that waits out the cooldown.
+func (n *Node) holdLeadership(g *placementGate, target string, left time.Duration) {
+	n.metrics.placementHeld.Inc()
+	if !g.told {
+		g.told = true
+		n.log.Info("requests come in at another node, but leadership stays until the cooldown has passed",
+			"to", target, "wait", left.Round(time.Second), "cooldown", n.cfg.PlacementCooldown)
+	}
+}
 
 // leadingTerm is the term this node leads in, once it applied the term's
 // first entry, or 0.
@@ -144,17 +170,6 @@ func (n *Node) leadingTerm() uint64 {
 		return 0
 	}
 	return n.raft.CurrentTerm()
-}
-
-// sawOtherLeader reports whether this node saw another node lead since it
-// started (among the changes of leader it remembers).
-func (n *Node) sawOtherLeader() bool {
-	for _, c := range n.leaders.list() {
-		if c.LeaderID != "" && c.LeaderID != n.cfg.NodeID {
-			return true
-		}
-	}
-	return false
 }
 
 // moveLeadership hands leadership to target, where the window's requests
@@ -182,8 +197,12 @@ func (n *Node) moveLeadership(target string, counts map[string]int) {
 	n.metrics.placementMoves.Inc()
 }
 
-// newPlacementMetric is the count of leadership moves the policy made.
-func newPlacementMetric() prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_leadership_moves_total",
+// newPlacementMetrics are the counts of leadership moves the policy made
+// and of windows that asked for one during the cooldown.
+func newPlacementMetrics() (moves, held prometheus.Counter) {
+	moves = prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_leadership_moves_total",
 		Help: "Leadership transfers this node made, as the leader, to the node where nearly all requests came in (--leader-follows-clients)."})
+	held = prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_leadership_moves_held_total",
+		Help: "Windows in which this node, as the leader, would have moved leadership to where the requests came in, but waited out the cooldown."})
+	return moves, held
 }

@@ -1,9 +1,11 @@
 package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,8 @@ import (
 // A client that talks to one follower only: leadership moves to that
 // follower, and the client's requests keep being answered meanwhile.
 func TestLeadershipMovesToTheFollowerAllRequestsComeIn(t *testing.T) {
-	nodes := testcluster.Start(t, 3, testcluster.Options{Placement: &testcluster.Placement{Window: 300 * time.Millisecond, MinRequests: 50}})
+	nodes := testcluster.Start(t, 3, testcluster.Options{Placement: &testcluster.Placement{Window: 300 * time.Millisecond,
+		MinRequests: 50, Cooldown: 2 * time.Second}})
 	leader := testcluster.Leader(t, nodes)
 	via := testcluster.Followers(nodes, leader)[0]
 
@@ -29,6 +32,52 @@ func TestLeadershipMovesToTheFollowerAllRequestsComeIn(t *testing.T) {
 		r := testcluster.Do(t, http.MethodGet, leader.URL+"/metrics", nil)
 		return strings.Contains(r.Text(), "\nraftcat_leadership_moves_total 1\n")
 	})
+}
+
+// Leadership an operator handed to a node stays there for the cooldown,
+// however the requests come in: the new leader holds the move they ask
+// for, and says so.
+func TestLeadershipHandedOverStaysForTheCooldown(t *testing.T) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{Placement: &testcluster.Placement{Window: 300 * time.Millisecond,
+		MinRequests: 50, Cooldown: time.Hour}})
+	leader := testcluster.Leader(t, nodes)
+	followers := testcluster.Followers(nodes, leader)
+	to, via := followers[0], followers[1]
+	ctx, cancel := context.WithTimeout(context.Background(), opsWait)
+	defer cancel()
+	if err := leader.TransferLeadership(ctx, to.ID()); err != nil {
+		t.Fatalf("transfer to %s: %v", to.ID(), err)
+	}
+	testcluster.WaitFor(t, opsWait, to.ID()+" to lead", to.IsLeader)
+
+	stop, answers := make(chan struct{}), make(chan string, 1)
+	go func() { answers <- createSchemas(via.URL, stop) }()
+	testcluster.WaitFor(t, opsWait, to.ID()+" to hold a move to "+via.ID(), func() bool {
+		return metricValue(t, to.URL, "raftcat_leadership_moves_held_total") >= 1
+	})
+	close(stop)
+	if failed := <-answers; failed != "" {
+		t.Fatalf("requests through %s failed: %s", via.ID(), failed)
+	}
+	if !to.IsLeader() || metricValue(t, to.URL, "raftcat_leadership_moves_total") != 0 {
+		t.Fatalf("%s moved leadership within the cooldown (leads: %v)", to.ID(), to.IsLeader())
+	}
+}
+
+// metricValue reads one unlabelled metric off a node's /metrics (-1: absent).
+func metricValue(t *testing.T, base, name string) float64 {
+	t.Helper()
+	r := testcluster.Do(t, http.MethodGet, base+"/metrics", nil)
+	for _, l := range strings.Split(r.Text(), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	return -1
 }
 
 // createSchemas creates schemas through one node, and reads each back,

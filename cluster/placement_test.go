@@ -42,7 +42,7 @@ func TestPlacementCountsBoundedNames(t *testing.T) {
 	}
 }
 
-// The gate opens only for windows this node led through, in one term; a
+// The gate counts only windows this node led through, in one term; a
 // leader that took over from another waits the cooldown first, and so
 // does a leader whose own move failed.
 func TestPlacementGateWaitsOutTheCooldownAfterLeadershipChanges(t *testing.T) {
@@ -50,32 +50,40 @@ func TestPlacementGateWaitsOutTheCooldownAfterLeadershipChanges(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(windows int) time.Time { return t0.Add(time.Duration(windows) * window) }
 	steps := []struct {
-		name      string
-		windows   int
-		term      uint64
-		sawOther  bool
-		want      bool
-		moveAfter bool
+		name     string
+		windows  int
+		term     uint64
+		sawOther bool
+		counts   bool
+		left     time.Duration // when it counts
+		move     bool
 	}{
-		{"following", 1, 0, false, false, false},
-		{"first window led: it began before", 2, 3, false, false, false},
-		{"a new cluster's first leader, a full window", 3, 3, false, true, true},
-		{"after its own (failed) move", 4, 3, false, false, false},
-		{"the cooldown after its move has passed", 4 + 30, 3, false, true, false},
-		{"leadership lost", 35, 0, true, false, false},
-		{"leading again after another led", 36, 5, true, false, false},
-		{"a window later, within the cooldown", 37, 5, true, false, false},
-		{"just before the cooldown ends", 36 + 29, 5, true, false, false},
-		{"the cooldown has passed", 36 + 30, 5, true, true, false},
-		{"a new term at once: a fresh start", 36 + 31, 6, true, false, false},
+		{"following", 1, 0, false, false, 0, false},
+		{"first window led: it began before", 2, 3, false, false, 0, false},
+		{"a new cluster's first leader, a full window", 3, 3, false, true, 0, true},
+		{"after its own (failed) move", 4, 3, false, true, cooldown - window, false},
+		{"the cooldown after its move has passed", 4 + 30, 3, false, true, 0, false},
+		{"leadership lost", 35, 0, true, false, 0, false},
+		{"leading again after another led", 36, 5, true, false, 0, false},
+		{"a window later, within the cooldown", 37, 5, true, true, cooldown - window, false},
+		{"just before the cooldown ends", 36 + 29, 5, true, true, window, false},
+		{"the cooldown has passed", 36 + 30, 5, true, true, 0, false},
+		{"a new term at once: a fresh start", 36 + 31, 6, true, false, 0, false},
 	}
 	var g placementGate
 	for _, s := range steps {
-		if got := g.open(at(s.windows), s.term, s.sawOther, cooldown); got != s.want {
-			t.Fatalf("%s: open = %v, want %v", s.name, got, s.want)
+		now := at(s.windows)
+		if got := g.counts(now, s.term, s.sawOther, cooldown); got != s.counts {
+			t.Fatalf("%s: counts = %v, want %v", s.name, got, s.counts)
 		}
-		if s.moveAfter {
-			g.moved(at(s.windows))
+		if !s.counts {
+			continue
+		}
+		if left := g.waitLeft(now, cooldown); left != s.left {
+			t.Fatalf("%s: wait left %v, want %v", s.name, left, s.left)
+		}
+		if s.move {
+			g.moved(now)
 		}
 	}
 }

@@ -95,6 +95,7 @@ type Options struct {
 type Placement struct {
 	Window      time.Duration
 	MinRequests int
+	Cooldown    time.Duration // 0: the default
 }
 
 // Start starts n nodes that form one cluster (bootstrap-expect n, every
@@ -155,6 +156,7 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 	}
 	if p := opts.Placement; p != nil {
 		nd.cfg.LeaderFollowsClients, nd.cfg.PlacementWindow, nd.cfg.PlacementMinRequests = true, p.Window, p.MinRequests
+		nd.cfg.PlacementCooldown = p.Cooldown
 	}
 	if err := nd.start(); err != nil {
 		t.Fatalf("start %s: %v", id, err)
