@@ -40,7 +40,11 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 	// A term's first entry must reach the log even though it changes
 	// nothing: it is how a leader learns it has applied everything.
 	_, isInit := cmd.(*fsm.Init)
-	return n.group.apply(cmd, data, !isInit)
+	res, index, err := n.group.apply(cmd, data, !isInit)
+	if errors.Is(err, ErrBusy) && !n.IsLeader() { // a follower's raft loop was busy: it would have refused
+		err = fmt.Errorf("%w: %v", ErrNotLeader, err)
+	}
+	return res, index, err
 }
 
 // mapRaftError turns raft's errors into this package's sentinels.

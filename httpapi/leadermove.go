@@ -91,13 +91,14 @@ func serveForwarded(c echo.Context, next echo.HandlerFunc) error {
 	return err
 }
 
-// A request refused while leadership moves looks again for where to be
-// served after moveRetryFirst, then twice as long each time up to
-// moveRetryMost: a hand-over ends within an election timeout, and a
-// handler run again on a leader still handing over (a transfer refuses
-// proposals until it ends) may have done work outside raft first (written
-// a metadata file).
+// A request refused while leadership moves looks every moveLookEvery for
+// a new leader to forward it to. While this node still leads (a transfer
+// refuses proposals until it ends, within an election timeout), the
+// request runs here again after moveRetryFirst, then twice as long each
+// time up to moveRetryMost: a handler may do work outside raft before it
+// proposes (write a metadata file).
 const (
+	moveLookEvery  = 10 * time.Millisecond
 	moveRetryFirst = 10 * time.Millisecond
 	moveRetryMost  = 250 * time.Millisecond
 )
@@ -108,24 +109,31 @@ const (
 // refusal, the refusal is the answer.
 func (s *Server) serveAfterMove(c echo.Context, next echo.HandlerFunc, body []byte, before http.Header, refusal error) error {
 	deadline := time.Now().Add(s.cfg.LeaderWait)
-	for pause := moveRetryFirst; time.Now().Before(deadline); pause = min(2*pause, moveRetryMost) {
+	pause := moveRetryFirst
+	rerun := time.Now().Add(pause)
+	for time.Now().Before(deadline) {
 		select {
 		case <-c.Request().Context().Done():
 			return refusal
-		case <-time.After(min(pause, time.Until(deadline))):
+		case <-time.After(moveLookEvery):
 		}
-		resetHeader(c, before)
 		if !s.cluster.IsLeader() {
+			resetHeader(c, before)
 			s.log.DebugContext(c.Request().Context(), "leadership moved while serving a request: forwarding it to the new leader",
 				"method", c.Request().Method, "path", c.Request().URL.Path)
 			if handledHere, err := s.proxy.forward(c, body, deadline); !handledHere {
 				return err
 			}
+		} else if time.Now().Before(rerun) {
+			continue
 		}
+		resetHeader(c, before)
 		c.Request().Body = io.NopCloser(bytes.NewReader(body))
 		if err := next(c); !refusedUnchanged(c, err) {
 			return err
 		}
+		pause = min(2*pause, moveRetryMost)
+		rerun = time.Now().Add(pause)
 	}
 	return refusal
 }
