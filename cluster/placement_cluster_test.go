@@ -29,8 +29,7 @@ func TestLeadershipMovesToTheFollowerAllRequestsComeIn(t *testing.T) {
 		t.Fatalf("requests through %s failed while leadership moved: %s", via.ID(), failed)
 	}
 	testcluster.WaitFor(t, opsWait, "the former leader to count its move", func() bool {
-		r := testcluster.Do(t, http.MethodGet, leader.URL+"/metrics", nil)
-		return strings.Contains(r.Text(), "\nraftcat_leadership_moves_total 1\n")
+		return metricValue(t, leader.URL, "raftcat_leadership_moves_total") == 1
 	})
 }
 

@@ -129,26 +129,33 @@ func Write[R any, C fsm.Command](s *Server, build Build[R, C], decide Decide[C],
 // no longer leads (see serveAsLeader). The answer's index stays the one
 // of the state the handler read.
 func (s *Server) Propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
-	res, _, err := s.cluster.Propose(c.Request().Context(), cmd)
-	noteOutcome(c, err, true)
-	if err == nil && res.Err != nil {
-		err = res.Err
+	res, _, err := s.proposeAt(c, cmd)
+	return res, err
+}
+
+// propose replicates a command and returns its result, or its domain
+// error; the answer carries the index it was applied at.
+func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
+	res, idx, err := s.proposeAt(c, cmd)
+	if idx > 0 {
+		c.Response().Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
 	}
 	return res, err
 }
 
-// propose replicates a command and returns its result, or its domain error.
-func (s *Server) propose(c echo.Context, cmd fsm.Command) (fsm.Result, error) {
+// proposeAt replicates a command, records what that did for the request
+// and returns the result, the index it was applied at (0: not applied)
+// and the error, the result's domain error included.
+func (s *Server) proposeAt(c echo.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
 	res, idx, err := s.cluster.Propose(c.Request().Context(), cmd)
 	noteOutcome(c, err, true)
 	if err != nil {
-		return res, err
+		return res, 0, err
 	}
-	c.Response().Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
-	if res.Err != nil {
-		return res, res.Err
+	if res.Err != nil { // a typed nil must not become a non-nil error
+		return res, idx, res.Err
 	}
-	return res, nil
+	return res, idx, nil
 }
 
 // LookupCatalog resolves a catalog, or answers its 404.

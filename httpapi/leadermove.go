@@ -111,6 +111,7 @@ func (s *Server) serveAfterMove(c echo.Context, next echo.HandlerFunc, body []by
 	deadline := time.Now().Add(s.cfg.LeaderWait)
 	pause := moveRetryFirst
 	rerun := time.Now().Add(pause)
+	resetHeader(c, before)
 	for time.Now().Before(deadline) {
 		select {
 		case <-c.Request().Context().Done():
@@ -118,7 +119,6 @@ func (s *Server) serveAfterMove(c echo.Context, next echo.HandlerFunc, body []by
 		case <-time.After(moveLookEvery):
 		}
 		if !s.cluster.IsLeader() {
-			resetHeader(c, before)
 			s.log.DebugContext(c.Request().Context(), "leadership moved while serving a request: forwarding it to the new leader",
 				"method", c.Request().Method, "path", c.Request().URL.Path)
 			if handledHere, err := s.proxy.forward(c, body, deadline); !handledHere {
@@ -127,11 +127,11 @@ func (s *Server) serveAfterMove(c echo.Context, next echo.HandlerFunc, body []by
 		} else if time.Now().Before(rerun) {
 			continue
 		}
-		resetHeader(c, before)
 		c.Request().Body = io.NopCloser(bytes.NewReader(body))
 		if err := next(c); !refusedUnchanged(c, err) {
 			return err
 		}
+		resetHeader(c, before)
 		pause = min(2*pause, moveRetryMost)
 		rerun = time.Now().Add(pause)
 	}
