@@ -47,7 +47,7 @@ func TestBreakdownMeansBetweenSnapshots(t *testing.T) {
 	if p := stages["propose (leader)"]; p.Count != 40 || p.MeanMs < 0.999 || p.MeanMs > 1.001 {
 		t.Errorf("propose: %+v", p)
 	}
-	if f := stages["log write with fsync (leader)"]; f.Count != 10 || f.MeanMs != 1 {
+	if f := stages["log write (leader)"]; f.Count != 10 || f.MeanMs != 1 {
 		t.Errorf("log write: %+v", f)
 	}
 	if s := stages["group-commit wait (leader)"]; s.Count != 0 || s.MeanMs != 0 {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -104,7 +105,8 @@ func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, err
 		n.wal = w
 		return w, nil
 	case LogStoreSegments:
-		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{})
+		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{DeferSync: n.deferLogSync,
+			ObserveSync: func(d time.Duration) { n.metrics.logSync.Observe(d.Seconds()) }})
 		if err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w", segmentsDir(raftDir), err)
 		}

@@ -22,6 +22,8 @@ type nodeMetrics struct {
 	batchWait      prometheus.Observer      // a proposal's wait for its batch to leave
 	placementMoves prometheus.Counter
 	placementHeld  prometheus.Counter
+	logSync        prometheus.Observer // a sync of the segment log files
+	durableWait    prometheus.Observer // a follower's acceptance held for the leader's sync
 }
 
 // newNodeMetrics registers the metrics observed as things happen; the
@@ -47,10 +49,17 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
 	m.batchWait = wait
 	m.placementMoves, m.placementHeld = newPlacementMetrics()
+	logSync := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftcat_raft_log_sync_seconds",
+		Help:    "Time of one sync of the raft log's segment files (--raft-log-store segments). A leader's sync runs while its AppendEntries are out; a follower's is part of its answer.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14)})
+	durableWait := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftcat_raft_leader_sync_wait_seconds",
+		Help:    "Time a follower's acceptance of entries waited on the leader for the leader's own sync of them, before raft counted it towards a commit.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
+	m.logSync, m.durableWait = logSync, durableWait
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld)
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld, logSync, durableWait)
 	return m
 }
 
@@ -106,6 +115,7 @@ var (
 	descReads        = desc("raftcat_linearizable_reads_total", "Linearizable reads, by how leadership was confirmed: under the read lease, or by a quorum round.", "via")
 	descCommands     = desc("raftcat_fsm_commands_applied_total", "Commands this node's state machine applied.")
 	descRestores     = desc("raftcat_snapshot_restores_total", "Snapshots this node restored (installed from the leader, or a backup).")
+	descDeferred     = desc("raftcat_raft_log_deferred_writes_total", "Writes of this node's raft log that returned before their sync: the leader's, whose sync runs while its AppendEntries are out (--raft-log-store segments).")
 	descHalted       = desc("raftcat_fsm_halted", "1 if this node halted on a log entry it cannot apply.")
 	descObjects      = desc("raftcat_fsm_objects", "Objects in the catalog's state, by kind.", "kind")
 	descTables       = desc("raftcat_fsm_tables", "Tables in the catalog's state, by format.", "format")
@@ -131,6 +141,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	m.counter(descReads, s.Reads.QuorumRounds, "quorum")
 	m.counter(descCommands, s.CommandsApplied)
 	m.counter(descRestores, s.SnapshotRestores)
+	if c.n.segments != nil {
+		m.counter(descDeferred, c.n.segments.Stats().DeferredWrites)
+	}
 	_, halted := c.n.fsm.Halted()
 	m.gauge(descHalted, boolValue(halted))
 	c.collectCounts(m)

@@ -30,6 +30,7 @@ type Node struct {
 	machine *fsm.Machine
 	fsm     *machineFSM
 	raft    *raft.Raft
+	raftRef atomic.Pointer[raft.Raft] // raft, for its own goroutines (the log store's deferLogSync)
 	group   *groupCommit
 	reads   *readIndex
 	// placement counts where the requests the leader serves come in.
@@ -213,10 +214,11 @@ func (n *Node) openRaft() error {
 		n.log.Info("waiting out read leases this node may have granted before it started", "wait", n.lease.duration)
 		time.Sleep(n.lease.duration)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, snaps, &leaseTransport{NetworkTransport: n.trans, lease: n.lease})
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.transport())
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
+	n.raftRef.Store(n.raft)
 	n.lease.raft = n.raft
 	n.watchLeaders()
 	n.reads = newReadIndex(n.raft, n.lease)
@@ -224,6 +226,16 @@ func (n *Node) openRaft() error {
 		leading: n.established, batchSize: n.metrics.batchSize, wait: n.metrics.batchWait,
 		timeout: n.cfg.ApplyTimeout, maxInFlight: max(1, n.cfg.GroupCommitBatches)}
 	return nil
+}
+
+// transport is raft's transport: the lease's view of AppendEntries, and
+// with the segments log store, the leader's deferred log sync.
+func (n *Node) transport() raft.Transport {
+	lt := &leaseTransport{NetworkTransport: n.trans, lease: n.lease}
+	if n.segments == nil {
+		return lt
+	}
+	return &durableTransport{leaseTransport: lt, log: n.segments, wait: n.metrics.durableWait}
 }
 
 func (n *Node) openGossip() error {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 )
 
 // segment is one segment file: the records of base, base+1, … from
@@ -24,6 +23,7 @@ type segment struct {
 	size      int64
 	offs      []int64  // offs[i]: the offset of record base+i; the last one is where the next goes
 	crcs      []uint32 // crcs[i]: record base+i's crc
+	dirty     bool     // written since the last sync (guarded by Store.mu)
 }
 
 func (g *segment) count() uint64 { return uint64(len(g.crcs)) }
@@ -78,7 +78,7 @@ func listSegments(dir string) ([]segmentID, error) {
 // cut short, or the zeros after the last record).
 func openSegment(dir string, id segmentID, readOnly bool) (*segment, error) {
 	path := filepath.Join(dir, segmentName(id.seq, id.base))
-	flag := os.O_RDWR | syscall.O_DSYNC
+	flag := os.O_RDWR
 	if readOnly {
 		flag = os.O_RDONLY
 	}

@@ -1,8 +1,9 @@
 // Package raftlog is a raft log store (raft.LogStore) in segment files:
 // each write of a batch of entries is one write call to the end of the
-// newest segment, synchronous (O_DSYNC: the data and nothing else is
-// flushed, because segments are filled with zeros before use and never
-// change size). Reopened after a crash, a segment ends at its first
+// newest segment, then a data sync (fdatasync: the data and nothing else
+// is flushed, because segments are filled with zeros before use and never
+// change size), unless the write may defer its sync (Options.DeferSync,
+// see durable.go). Reopened after a crash, a segment ends at its first
 // record that is not whole or not chained to the one before, so a write
 // a crash cut short is dropped; its caller had not been told it was
 // stored.
@@ -18,8 +19,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -31,6 +35,12 @@ const DefaultSegmentSize = 16 << 20
 type Options struct {
 	SegmentSize int64 // DefaultSegmentSize if 0
 	ReadOnly    bool  // read the log only: no writes, no files made or removed
+	// DeferSync, asked at each write, lets StoreLogs return before the
+	// entries are on disk; WaitDurable tells when they are. nil: every
+	// write is on disk when StoreLogs returns.
+	DeferSync func() bool
+	// ObserveSync, if set, is told how long each sync round took.
+	ObserveSync func(time.Duration)
 }
 
 // Store is a raft log in segment files in one directory. It implements
@@ -46,8 +56,17 @@ type Store struct {
 	nextSeq uint64
 	failed  error // a write that left the files in doubt: no more writes
 
+	fmu                  sync.Mutex // one sync round at a time; DeleteRange holds it too
+	kick                 chan struct{}
+	stopFlush, flushDone chan struct{}
+	syncHook             func(*os.File) error // tests: replaces the data sync
+	deferred, syncs      atomic.Uint64
+	dmu                  sync.Mutex // guards dur
+	dur                  durability
+
 	mu          sync.RWMutex // guards what follows; file reads hold it shared
 	segs        []*segment   // oldest first; the last is written
+	dirty       []*segment   // written since the last sync
 	first, last uint64       // 0, 0: empty
 	closed      bool
 }
@@ -72,11 +91,21 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{dir: dir, opts: opts}
+	s := &Store{dir: dir, opts: opts, dur: durability{changed: make(chan struct{})}}
 	if err := s.openSegments(); err != nil {
 		s.closeFiles(s.segs)
 		return nil, err
 	}
+	if opts.ReadOnly {
+		return s, nil
+	}
+	// What a killed process wrote may still be in the page cache only.
+	s.dirty = append(s.dirty, s.segs...)
+	if err := s.flush(); err != nil {
+		s.closeFiles(s.segs)
+		return nil, err
+	}
+	s.startFlusher()
 	return s, nil
 }
 
@@ -183,7 +212,8 @@ var errClosed = errors.New("raftlog: closed")
 func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
 // StoreLogs stores entries with consecutive indexes following the last
-// one held, durably, in one write.
+// one held, in one write, durably unless Options.DeferSync allows the
+// sync to come later.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -214,8 +244,14 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		s.first = logs[0].Index
 	}
 	s.last = logs[len(logs)-1].Index
+	s.markDirty(g)
 	s.mu.Unlock()
-	return nil
+	if s.deferSync() {
+		s.deferred.Add(1)
+		s.kickFlusher()
+		return nil
+	}
+	return s.flush()
 }
 
 // writable refuses writes to a closed or read-only store, or after a
@@ -226,6 +262,9 @@ func (s *Store) writable() error {
 		return errors.New("raftlog: not open for writing")
 	case s.failed != nil:
 		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", s.failed)
+	}
+	if err := s.syncFailure(); err != nil {
+		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", err)
 	}
 	return nil
 }
@@ -344,6 +383,11 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
+	s.fmu.Lock() // no sync runs while segments go or change
+	defer s.fmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
 	switch {
 	case s.last == 0 || hi < s.first || lo > s.last || lo > hi:
 		return nil
@@ -370,6 +414,7 @@ func (s *Store) deleteAll() error {
 	segs := s.segs
 	s.segs, s.first, s.last = nil, 0, 0
 	s.mu.Unlock()
+	s.setDurable(0, nil)
 	return s.remove(segs)
 }
 
@@ -407,9 +452,13 @@ func (s *Store) truncate(lo uint64) error {
 	if err := g.zeroFrom(lo); err != nil {
 		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
 	}
+	if err := s.syncFile(g.f); err != nil {
+		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
+	}
 	s.mu.Lock()
 	g.cut(lo)
 	s.mu.Unlock()
+	s.setDurable(lo-1, nil)
 	return nil
 }
 
@@ -426,6 +475,9 @@ func (s *Store) removeNewest() error {
 // remove closes and deletes segments no longer in s.segs, then syncs the
 // directory. A failure stops writes: the files no longer match the log.
 func (s *Store) remove(segs []*segment) error {
+	s.mu.Lock()
+	s.dirty = slices.DeleteFunc(s.dirty, func(g *segment) bool { return slices.Contains(segs, g) })
+	s.mu.Unlock()
 	for _, g := range segs {
 		g.f.Close()
 	}
@@ -444,6 +496,7 @@ func (s *Store) remove(segs []*segment) error {
 func (s *Store) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	ferr := s.stopFlusher()
 	if s.spare != nil {
 		if sp := <-s.spare; sp.err == nil {
 			os.Remove(sp.path)
@@ -456,7 +509,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.closeFiles(s.segs)
+	return errors.Join(ferr, s.closeFiles(s.segs))
 }
 
 func (s *Store) closeFiles(segs []*segment) error {

@@ -1,0 +1,152 @@
+package raftlog
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// gatedSyncs makes a store's syncs wait for the test: each sync reports
+// on entered, then waits for a value on release (its result).
+type gatedSyncs struct {
+	entered chan struct{}
+	release chan error
+}
+
+func gate(s *Store) *gatedSyncs {
+	g := &gatedSyncs{entered: make(chan struct{}, 16), release: make(chan error)}
+	s.syncHook = func(f *os.File) error {
+		g.entered <- struct{}{}
+		if err := <-g.release; err != nil {
+			return err
+		}
+		return datasync(f)
+	}
+	return g
+}
+
+func openDeferring(t *testing.T, deferring *atomic.Bool) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{SegmentSize: 4096, DeferSync: deferring.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func waitAsync(s *Store, index uint64, stop chan struct{}) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- s.WaitDurable(index, stop) }()
+	return done
+}
+
+// TestADeferredWriteIsDurableOnlyAfterItsSync: StoreLogs returns before
+// the sync, and WaitDurable returns only after it.
+func TestADeferredWriteIsDurableOnlyAfterItsSync(t *testing.T) {
+	var deferring atomic.Bool
+	deferring.Store(true)
+	s := openDeferring(t, &deferring)
+	g := gate(s)
+	storeTens(t, s, 1, 10) // returns although the sync waits
+	<-g.entered
+	done := waitAsync(s, 10, nil)
+	select {
+	case err := <-done:
+		t.Fatalf("index 10 reported durable (%v) while its sync had not finished", err)
+	default:
+	}
+	g.release <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.DeferredWrites != 1 || st.Syncs < 1 {
+		t.Fatalf("stats %+v, want one deferred write and its sync", st)
+	}
+}
+
+// TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt: once a write that
+// may not defer returns, the log is durable up to it.
+func TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt(t *testing.T) {
+	var deferring atomic.Bool
+	deferring.Store(true)
+	s := openDeferring(t, &deferring)
+	g := gate(s)
+	storeTens(t, s, 1, 10)
+	<-g.entered // the flusher's round for 1-10 is waiting
+	deferring.Store(false)
+	stored := make(chan error, 1)
+	go func() { stored <- s.StoreLogs(entries(11, 20)) }()
+	g.release <- nil // the flusher's round
+	<-g.entered      // the write's own round
+	g.release <- nil
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := s.durableTo(20); ch != nil || err != nil {
+		t.Fatalf("after a synchronous write of 11-20 the log is not durable to 20 (%v)", err)
+	}
+}
+
+// TestAFailedSyncStopsWritesAndWaits: a sync that fails leaves the
+// deferred entries in doubt: waiters get the error, later writes are
+// refused until the log is reopened.
+func TestAFailedSyncStopsWritesAndWaits(t *testing.T) {
+	var deferring atomic.Bool
+	deferring.Store(true)
+	s := openDeferring(t, &deferring)
+	g := gate(s)
+	storeTens(t, s, 1, 10)
+	<-g.entered
+	g.release <- errors.New("disk gone")
+	if err := s.WaitDurable(10, nil); err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("wait after a failed sync: %v", err)
+	}
+	if err := s.StoreLogs(entries(11, 12)); err == nil || !strings.Contains(err.Error(), "earlier failure") {
+		t.Fatalf("a write after a failed sync: %v", err)
+	}
+}
+
+// TestTruncatingDeferredEntries: a truncation syncs what was deferred,
+// and the durable index follows the log down, then up again.
+func TestTruncatingDeferredEntries(t *testing.T) {
+	var deferring atomic.Bool
+	deferring.Store(true)
+	s := openDeferring(t, &deferring)
+	storeTens(t, s, 1, 20)
+	if err := s.DeleteRange(15, 20); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := s.durableTo(14); ch != nil || err != nil {
+		t.Fatalf("not durable to 14 after the truncation (%v)", err)
+	}
+	if ch, _ := s.durableTo(15); ch == nil {
+		t.Fatal("index 15 reported durable after it was truncated")
+	}
+	deferring.Store(false)
+	store(t, s, 15, 16)
+	if ch, err := s.durableTo(16); ch != nil || err != nil {
+		t.Fatalf("not durable to 16 after a synchronous write (%v)", err)
+	}
+	expect(t, reopen(t, s, 4096), 1, 16, nil)
+}
+
+// TestWaitsEndOnStopAndClose: a wait for an index never written ends
+// when its caller stops waiting, or when the store closes.
+func TestWaitsEndOnStopAndClose(t *testing.T) {
+	var deferring atomic.Bool
+	s := openDeferring(t, &deferring)
+	store(t, s, 1, 5)
+	stop := make(chan struct{})
+	stopped, closed := waitAsync(s, 6, stop), waitAsync(s, 6, nil)
+	close(stop)
+	if err := <-stopped; !errors.Is(err, ErrStopped) {
+		t.Fatalf("wait after stop: %v", err)
+	}
+	s.Close()
+	if err := <-closed; !errors.Is(err, errClosed) {
+		t.Fatalf("wait after close: %v", err)
+	}
+}
