@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftcat/raftcat/internal/raftlog"
 )
 
 // The leader's log write overlaps replication.
@@ -34,14 +37,18 @@ type durableLog interface {
 	WaitDurable(index uint64, stop <-chan struct{}) error
 }
 
-// deferLogSync reports whether the leader's log write in progress may
-// return before its sync: this node leads, and every quorum of the latest
-// configuration includes another server. raft asks for log writes on its
-// main goroutine, which also sets its state and, on the leader, the latest
-// configuration before writing it, so both are current here.
-func (n *Node) deferLogSync() bool {
+// deferLogSync reports whether the leader's log write of logs may return
+// before its sync: this node leads, every quorum of the latest
+// configuration includes another server, and the write holds no
+// configuration entry. raft asks for log writes on its main goroutine,
+// which also sets its state, so that is current here. A configuration
+// entry is written before raft makes it the latest configuration and
+// recounts the commit under it: one that leaves this node the only voter
+// would commit every entry not yet on disk. Its write is not deferred,
+// so it flushes the whole log before raft recounts.
+func (n *Node) deferLogSync(logs []*raft.Log) bool {
 	r := n.raftRef.Load()
-	if r == nil || r.State() != raft.Leader {
+	if r == nil || r.State() != raft.Leader || !deferrable(logs) {
 		return false
 	}
 	voters, self := 0, false
@@ -52,6 +59,17 @@ func (n *Node) deferLogSync() bool {
 		}
 	}
 	return voters > 1 || (voters == 1 && !self)
+}
+
+// deferrable reports whether logs hold no configuration change.
+func deferrable(logs []*raft.Log) bool {
+	for _, l := range logs {
+		switch l.Type {
+		case raft.LogConfiguration, raft.LogAddPeerDeprecated, raft.LogRemovePeerDeprecated:
+			return false
+		}
+	}
+	return true
 }
 
 // durableTransport holds back a follower's acceptance of entries until
@@ -69,8 +87,16 @@ func (t *durableTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 	if err := t.leaseTransport.AppendEntries(id, target, args, resp); err != nil {
 		return err
 	}
-	return t.hold(args, resp, nil)
+	stop := make(chan struct{})
+	limit := time.AfterFunc(holdLimit, func() { close(stop) })
+	defer limit.Stop()
+	return t.hold(args, resp, stop)
 }
+
+// holdLimit bounds a one-at-a-time acceptance's wait, which raft cannot
+// interrupt: past it the call fails and raft sends again. A wait that long
+// means the leader stepped down and truncated its log, or its disk hangs.
+const holdLimit = 10 * time.Second
 
 // hold waits for the leader's log to be on disk up to the last entry a
 // follower accepted.
@@ -124,9 +150,15 @@ func (d *durablePipeline) pass() {
 		case <-d.stop:
 			return
 		}
-		// An answer the wait gave up on is dropped: raft never counts it.
-		if f.Error() == nil && d.t.hold(f.Request(), f.Response(), d.stop) != nil {
-			return
+		if f.Error() == nil {
+			switch err := d.t.hold(f.Request(), f.Response(), d.stop); {
+			case errors.Is(err, raftlog.ErrStopped):
+				return
+			case err != nil:
+				// The leader's sync failed: raft gets a refusal, never
+				// counts the acceptance, and leaves the pipeline.
+				f = refused(f)
+			}
 		}
 		select {
 		case d.out <- f:
@@ -134,4 +166,18 @@ func (d *durablePipeline) pass() {
 			return
 		}
 	}
+}
+
+// refusedAnswer is an acceptance turned into a refusal.
+type refusedAnswer struct {
+	raft.AppendFuture
+	resp *raft.AppendEntriesResponse
+}
+
+func (r refusedAnswer) Response() *raft.AppendEntriesResponse { return r.resp }
+
+func refused(f raft.AppendFuture) raft.AppendFuture {
+	resp := *f.Response()
+	resp.Success = false
+	return refusedAnswer{AppendFuture: f, resp: &resp}
 }

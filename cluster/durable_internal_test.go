@@ -88,22 +88,33 @@ func TestAcceptancesWaitForTheLeadersSync(t *testing.T) {
 	}
 }
 
-// An acceptance whose wait failed (the log store failed or closed) never
-// reaches raft.
-func TestAnAcceptanceWhoseWaitFailedIsDropped(t *testing.T) {
+// An acceptance whose wait failed (the leader's sync failed) reaches raft
+// as a refusal, so raft never counts it and leaves the pipeline.
+func TestAnAcceptanceWhoseWaitFailedIsRefused(t *testing.T) {
 	log := heldLog{waits: make(chan uint64, 4), release: make(chan error)}
 	in := make(chan raft.AppendFuture, 4)
 	d := &durablePipeline{AppendPipeline: fakePipeline{in}, t: &durableTransport{log: log},
 		out: make(chan raft.AppendFuture, 4), stop: make(chan struct{})}
-	done := make(chan struct{})
-	go func() { d.pass(); close(done) }()
+	go d.pass()
+	defer d.Close()
 	in <- accepted(1, 3, true)
 	<-log.waits
 	log.release <- errors.New("sync failed")
-	<-done
-	select {
-	case <-d.Consumer():
+	if f := <-d.Consumer(); f.Response().Success {
 		t.Fatal("an acceptance reached raft after the leader's sync failed")
-	default:
+	}
+}
+
+// A batch holding a configuration change is never deferred: raft recounts
+// the commit under the new configuration right after writing it.
+func TestConfigurationEntriesAreNotDeferred(t *testing.T) {
+	cmd, conf := &raft.Log{Type: raft.LogCommand}, &raft.Log{Type: raft.LogConfiguration}
+	if !deferrable([]*raft.Log{cmd, {Type: raft.LogNoop}}) {
+		t.Error("commands and a no-op may defer their sync")
+	}
+	for _, logs := range [][]*raft.Log{{conf}, {cmd, conf}, {{Type: raft.LogRemovePeerDeprecated}}, {{Type: raft.LogAddPeerDeprecated}}} {
+		if deferrable(logs) {
+			t.Errorf("a batch with a %v entry may defer its sync", logs[len(logs)-1].Type)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Deferred syncs. A write whose Options.DeferSync says so returns once its
@@ -101,7 +103,9 @@ func (s *Store) Stats() Stats {
 
 // deferSync reports whether the write being made may return before its
 // sync.
-func (s *Store) deferSync() bool { return s.opts.DeferSync != nil && s.opts.DeferSync() }
+func (s *Store) deferSync(logs []*raft.Log) bool {
+	return s.opts.DeferSync != nil && s.opts.DeferSync(logs)
+}
 
 // markDirty records that g has writes not yet synced. Called with mu held.
 func (s *Store) markDirty(g *segment) {

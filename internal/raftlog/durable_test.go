@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // gatedSyncs makes a store's syncs wait for the test: each sync reports
@@ -29,7 +31,7 @@ func gate(s *Store) *gatedSyncs {
 
 func openDeferring(t *testing.T, deferring *atomic.Bool) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir(), Options{SegmentSize: 4096, DeferSync: deferring.Load})
+	s, err := Open(t.TempDir(), Options{SegmentSize: 4096, DeferSync: func([]*raft.Log) bool { return deferring.Load() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,5 +150,34 @@ func TestWaitsEndOnStopAndClose(t *testing.T) {
 	s.Close()
 	if err := <-closed; !errors.Is(err, errClosed) {
 		t.Fatalf("wait after close: %v", err)
+	}
+}
+
+func (s *Store) durableIndex() uint64 {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	return s.dur.durable
+}
+
+// TestANewSegmentStartsAfterTheLastOneIsOnDisk: deferred entries in the
+// newest segment are synced before the next segment is made, so a crash
+// never leaves a segment after a hole.
+func TestANewSegmentStartsAfterTheLastOneIsOnDisk(t *testing.T) {
+	var deferring atomic.Bool
+	deferring.Store(true)
+	s := openDeferring(t, &deferring)
+	s.stopFlusher() // only writes sync from here on
+	store(t, s, 1, 5)
+	if d := s.durableIndex(); d != 0 {
+		t.Fatalf("durable to %d before any sync", d)
+	}
+	first := len(s.segs)
+	var last uint64 = 5
+	for len(s.segs) == first {
+		store(t, s, last+1, last+5)
+		last += 5
+	}
+	if d, want := s.durableIndex(), s.segs[first-1].lastIndex(); d < want {
+		t.Fatalf("a new segment was started with the one before durable to %d only, not %d", d, want)
 	}
 }

@@ -38,7 +38,7 @@ type Options struct {
 	// DeferSync, asked at each write, lets StoreLogs return before the
 	// entries are on disk; WaitDurable tells when they are. nil: every
 	// write is on disk when StoreLogs returns.
-	DeferSync func() bool
+	DeferSync func(logs []*raft.Log) bool
 	// ObserveSync, if set, is told how long each sync round took.
 	ObserveSync func(time.Duration)
 }
@@ -246,7 +246,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.last = logs[len(logs)-1].Index
 	s.markDirty(g)
 	s.mu.Unlock()
-	if s.deferSync() {
+	if s.deferSync(logs) {
 		s.deferred.Add(1)
 		s.kickFlusher()
 		return nil
@@ -295,6 +295,11 @@ func (s *Store) follow(logs []*raft.Log) error {
 	case first == next:
 		return nil
 	case s.last == 0 || first > next:
+		s.fmu.Lock() // no sync runs while the segments go
+		defer s.fmu.Unlock()
+		if err := s.flushLocked(); err != nil {
+			return err
+		}
 		return s.deleteAll()
 	default:
 		return fmt.Errorf("raftlog: store of index %d while the log ends at %d: delete the tail first", first, s.last)
@@ -318,6 +323,13 @@ func (s *Store) segmentFor(logs []*raft.Log) (*segment, error) {
 // zero file when that is large enough. An empty newest segment is
 // replaced.
 func (s *Store) roll(base uint64, need int64) (*segment, error) {
+	// A deferred write still in the newest segment goes to disk first:
+	// after a crash, a later segment must never follow a hole.
+	if n := len(s.segs); n > 0 && s.segs[n-1].dirty {
+		if err := s.flush(); err != nil {
+			return nil, err
+		}
+	}
 	path, err := s.takeSpare(max(s.opts.SegmentSize, need+headerLen))
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: make a segment: %w", err)
