@@ -4,9 +4,11 @@
 // Forwarding each request as its own HTTP exchange costs a write and a
 // read system call on both nodes plus the client's per-connection
 // goroutines, for every request. A relay connection instead frames each
-// request and each answer (an id and an HTTP/1.1 message), and a writer
+// request and each answer (an id and an HTTP/1.1 message), and each side
 // sends every frame queued since its last write in one system call, so
-// under load many requests share a write. Answers come back in any order.
+// under load many requests share a write (the client through a writer
+// goroutine, the server through whichever worker finds no write in
+// progress: see combiner). Answers come back in any order.
 //
 // The connection starts as an HTTP/1.1 request that the server upgrades
 // (Upgrade: raftcat-relay/1), so it needs no port of its own. A server
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 )
 
@@ -122,3 +125,55 @@ func writeQueued[T any](w io.Writer, queue <-chan T, stop <-chan struct{}, frame
 // readers parse frame payloads as HTTP messages without a fresh 4 KiB
 // buffer each time.
 var readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
+
+// combiner writes frames for whoever sends them. A sender that finds no
+// write in progress writes, on its own goroutine, its frame and every
+// frame queued meanwhile, in one system call per round; the others only
+// queue. So a frame on an idle connection costs no hand-off to another
+// goroutine, and under load many frames share one write.
+type combiner struct {
+	w io.Writer
+
+	mu      sync.Mutex
+	queued  [][]byte
+	writing bool
+	err     error // the first write error, or errCombinerClosed
+}
+
+var errCombinerClosed = errors.New("relay: connection closed")
+
+// send writes frame, or queues it for the write in progress; it returns
+// the connection's write error, if any.
+func (c *combiner) send(frame []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.queued = append(c.queued, frame)
+	if c.writing {
+		return nil
+	}
+	c.writing = true
+	for c.err == nil && len(c.queued) > 0 {
+		batch := net.Buffers(c.queued)
+		c.queued = nil
+		c.mu.Unlock()
+		_, err := batch.WriteTo(c.w)
+		c.mu.Lock()
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+	}
+	c.writing = false
+	return c.err
+}
+
+// close refuses later frames; a write in progress finishes.
+func (c *combiner) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = errCombinerClosed
+	}
+}

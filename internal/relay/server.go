@@ -63,9 +63,8 @@ func IsUpgrade(r *http.Request) bool {
 
 type serverConn struct {
 	conn     net.Conn
-	answers  chan []byte
+	out      combiner
 	slots    chan struct{} // one per request being served
-	stop     chan struct{} // closed once every handler has answered
 	done     chan struct{} // closed when the connection is closed
 	handlers sync.WaitGroup
 	goAway   sync.Once
@@ -88,8 +87,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = conn.SetDeadline(time.Time{}) // the HTTP server's timeouts were for one request
-	sc := &serverConn{conn: conn, answers: make(chan []byte, 1024), slots: make(chan struct{}, s.maxConcurrent()),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	sc := &serverConn{conn: conn, out: combiner{w: conn}, slots: make(chan struct{}, s.maxConcurrent()),
+		done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -152,12 +151,10 @@ func Relayed(r *http.Request) bool {
 }
 
 // serve reads frames until the connection ends, serving each on a worker
-// of its own; one writer sends the answers. Once reading stops, requests
+// of its own, which writes its answer (see combiner). Once reading stops, requests
 // still being served see their context cancelled.
 func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader) {
 	ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(parent), relayedKey{}, true))
-	written := make(chan struct{})
-	go func() { sc.writeAnswers(); close(written) }()
 	remote := sc.conn.RemoteAddr().String()
 	for {
 		id, payload, err := s.readRequest(sc.conn, br)
@@ -182,13 +179,12 @@ func (s *Server) serve(parent context.Context, sc *serverConn, br *bufio.Reader)
 			defer sc.handlers.Done()
 			answer := serveFrame(ctx, s.Handler, remote, id, payload)
 			<-sc.slots
-			sc.answers <- answer
+			sc.answer(answer)
 		})
 	}
 	cancel()
-	sc.handlers.Wait()
-	close(sc.stop)
-	<-written
+	sc.handlers.Wait() // every answer is written (or its write failed)
+	sc.out.close()
 }
 
 // DefaultFrameTimeout is Server.FrameTimeout's default.
@@ -237,20 +233,12 @@ func readHead(br *bufio.Reader, size int64) ([]byte, error) {
 	return head, nil
 }
 
-// writeAnswers writes answers until every handler has answered. After a
-// write fails it still takes (and drops) every answer, so no handler
-// blocks.
-func (sc *serverConn) writeAnswers() {
-	if err := writeQueued(sc.conn, sc.answers, sc.stop, func(a []byte) []byte { return a }); err == nil {
-		return
-	}
-	sc.conn.Close()
-	for {
-		select {
-		case <-sc.answers:
-		case <-sc.stop:
-			return
-		}
+// answer writes one answer frame. After a write fails the connection is
+// closed: the client fails the requests still waiting, and later answers
+// are dropped.
+func (sc *serverConn) answer(frame []byte) {
+	if err := sc.out.send(frame); err != nil && !errors.Is(err, errCombinerClosed) {
+		sc.conn.Close()
 	}
 }
 
@@ -264,11 +252,7 @@ func (sc *serverConn) sendGoAway() {
 		sc.mu.Unlock()
 		sc.handlers.Wait() // no handler starts once draining is set
 		frame := appendFrame(nil, goAwayID, 8)
-		frame = binary.BigEndian.AppendUint64(frame, last)
-		select {
-		case sc.answers <- frame:
-		case <-sc.stop:
-		}
+		sc.answer(binary.BigEndian.AppendUint64(frame, last))
 	})
 }
 
