@@ -52,16 +52,23 @@ func accepted(from, to uint64, ok bool) answered {
 	return answered{req: req, resp: &raft.AppendEntriesResponse{Success: ok}}
 }
 
-// A follower's acceptance reaches raft only once the leader's log is on
-// disk up to the last entry accepted, and in the order answers came;
-// refusals and heartbeats are not held.
-func TestAcceptancesWaitForTheLeadersSync(t *testing.T) {
+// heldPipeline runs a durable pipeline over a fake one whose answers the
+// test sends on in, with a log whose waits the test releases.
+func heldPipeline(t *testing.T) (heldLog, chan<- raft.AppendFuture, *durablePipeline) {
 	log := heldLog{waits: make(chan uint64, 4), release: make(chan error)}
 	in := make(chan raft.AppendFuture, 4)
 	d := &durablePipeline{AppendPipeline: fakePipeline{in}, t: &durableTransport{log: log},
 		out: make(chan raft.AppendFuture, 4), stop: make(chan struct{})}
 	go d.pass()
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return log, in, d
+}
+
+// A follower's acceptance reaches raft only once the leader's log is on
+// disk up to the last entry accepted, and in the order answers came;
+// refusals and heartbeats are not held.
+func TestAcceptancesWaitForTheLeadersSync(t *testing.T) {
+	log, in, d := heldPipeline(t)
 
 	first, refused, heartbeat := accepted(10, 12, true), accepted(13, 14, false), accepted(0, 0, true)
 	in <- first
@@ -91,12 +98,7 @@ func TestAcceptancesWaitForTheLeadersSync(t *testing.T) {
 // An acceptance whose wait failed (the leader's sync failed) reaches raft
 // as a refusal, so raft never counts it and leaves the pipeline.
 func TestAnAcceptanceWhoseWaitFailedIsRefused(t *testing.T) {
-	log := heldLog{waits: make(chan uint64, 4), release: make(chan error)}
-	in := make(chan raft.AppendFuture, 4)
-	d := &durablePipeline{AppendPipeline: fakePipeline{in}, t: &durableTransport{log: log},
-		out: make(chan raft.AppendFuture, 4), stop: make(chan struct{})}
-	go d.pass()
-	defer d.Close()
+	log, in, d := heldPipeline(t)
 	in <- accepted(1, 3, true)
 	<-log.waits
 	log.release <- errors.New("sync failed")

@@ -29,14 +29,18 @@ func gate(s *Store) *gatedSyncs {
 	return g
 }
 
-func openDeferring(t *testing.T, deferring *atomic.Bool) *Store {
+// openDeferring opens a store whose writes defer their sync while the
+// returned flag is set (initially defer).
+func openDeferring(t *testing.T, deferInitially bool) (*Store, *atomic.Bool) {
 	t.Helper()
+	deferring := new(atomic.Bool)
+	deferring.Store(deferInitially)
 	s, err := Open(t.TempDir(), Options{SegmentSize: 4096, DeferSync: func([]*raft.Log) bool { return deferring.Load() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s, deferring
 }
 
 func waitAsync(s *Store, index uint64, stop chan struct{}) <-chan error {
@@ -48,9 +52,7 @@ func waitAsync(s *Store, index uint64, stop chan struct{}) <-chan error {
 // TestADeferredWriteIsDurableOnlyAfterItsSync: StoreLogs returns before
 // the sync, and WaitDurable returns only after it.
 func TestADeferredWriteIsDurableOnlyAfterItsSync(t *testing.T) {
-	var deferring atomic.Bool
-	deferring.Store(true)
-	s := openDeferring(t, &deferring)
+	s, _ := openDeferring(t, true)
 	g := gate(s)
 	storeTens(t, s, 1, 10) // returns although the sync waits
 	<-g.entered
@@ -72,9 +74,7 @@ func TestADeferredWriteIsDurableOnlyAfterItsSync(t *testing.T) {
 // TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt: once a write that
 // may not defer returns, the log is durable up to it.
 func TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt(t *testing.T) {
-	var deferring atomic.Bool
-	deferring.Store(true)
-	s := openDeferring(t, &deferring)
+	s, deferring := openDeferring(t, true)
 	g := gate(s)
 	storeTens(t, s, 1, 10)
 	<-g.entered // the flusher's round for 1-10 is waiting
@@ -96,9 +96,7 @@ func TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt(t *testing.T) {
 // deferred entries in doubt: waiters get the error, later writes are
 // refused until the log is reopened.
 func TestAFailedSyncStopsWritesAndWaits(t *testing.T) {
-	var deferring atomic.Bool
-	deferring.Store(true)
-	s := openDeferring(t, &deferring)
+	s, _ := openDeferring(t, true)
 	g := gate(s)
 	storeTens(t, s, 1, 10)
 	<-g.entered
@@ -114,9 +112,7 @@ func TestAFailedSyncStopsWritesAndWaits(t *testing.T) {
 // TestTruncatingDeferredEntries: a truncation syncs what was deferred,
 // and the durable index follows the log down, then up again.
 func TestTruncatingDeferredEntries(t *testing.T) {
-	var deferring atomic.Bool
-	deferring.Store(true)
-	s := openDeferring(t, &deferring)
+	s, deferring := openDeferring(t, true)
 	storeTens(t, s, 1, 20)
 	if err := s.DeleteRange(15, 20); err != nil {
 		t.Fatal(err)
@@ -138,8 +134,7 @@ func TestTruncatingDeferredEntries(t *testing.T) {
 // TestWaitsEndOnStopAndClose: a wait for an index never written ends
 // when its caller stops waiting, or when the store closes.
 func TestWaitsEndOnStopAndClose(t *testing.T) {
-	var deferring atomic.Bool
-	s := openDeferring(t, &deferring)
+	s, _ := openDeferring(t, false)
 	store(t, s, 1, 5)
 	stop := make(chan struct{})
 	stopped, closed := waitAsync(s, 6, stop), waitAsync(s, 6, nil)
@@ -163,9 +158,7 @@ func (s *Store) durableIndex() uint64 {
 // newest segment are synced before the next segment is made, so a crash
 // never leaves a segment after a hole.
 func TestANewSegmentStartsAfterTheLastOneIsOnDisk(t *testing.T) {
-	var deferring atomic.Bool
-	deferring.Store(true)
-	s := openDeferring(t, &deferring)
+	s, _ := openDeferring(t, true)
 	s.stopFlusher() // only writes sync from here on
 	store(t, s, 1, 5)
 	if d := s.durableIndex(); d != 0 {
