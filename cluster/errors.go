@@ -10,4 +10,5 @@ var (
 	ErrUnknownOutcome = clusterapi.ErrUnknownOutcome
 	ErrShutdown       = clusterapi.ErrShutdown
 	ErrBusy           = clusterapi.ErrBusy
+	ErrUpgradePending = clusterapi.ErrUpgradePending
 )

@@ -33,6 +33,10 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 		return fsm.Result{}, 0, fmt.Errorf("%w: this node halted on log entry %d, which it cannot apply", ErrShutdown, h.Index)
 	}
 	n.stampRules(cmd)
+	if need, have := fsm.RulesNeeded(cmd.Type()), n.Rules(); need > have {
+		return fsm.Result{}, 0, fmt.Errorf("%w: %v needs every node to run a release with validation rules level %d; the lowest in the cluster is %d",
+			ErrUpgradePending, cmd.Type(), need, have)
+	}
 	data, err := fsm.EncodeChecked(cmd)
 	if err != nil {
 		return fsm.Result{}, 0, err

@@ -24,6 +24,9 @@ var (
 	// ErrBusy means the leader could not take the command in time (its
 	// queue of proposals stayed full); the command was not proposed.
 	ErrBusy = errors.New("the leader is too busy to take the request")
+	// ErrUpgradePending means the command needs every node to run a
+	// newer release than some still do; nothing was proposed.
+	ErrUpgradePending = errors.New("not every node runs a release that knows this command yet")
 )
 
 // Errors of cluster operations (backup restore, membership).

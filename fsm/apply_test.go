@@ -737,10 +737,10 @@ func TestUpdateNonDeltaTable(t *testing.T) {
 
 func TestErrorCodeNames(t *testing.T) {
 	seen := map[string]bool{}
-	if n := len(fsm.Codes()); n != int(fsm.CodeActivationUsed) {
-		t.Fatalf("Codes() lists %d codes, want %d", n, fsm.CodeActivationUsed)
+	if n := len(fsm.Codes()); n != int(fsm.CodeTokenNotFound) {
+		t.Fatalf("Codes() lists %d codes, want %d", n, fsm.CodeTokenNotFound)
 	}
-	for c := fsm.CodeInvalid; c <= fsm.CodeActivationUsed; c++ {
+	for c := fsm.CodeInvalid; c <= fsm.CodeTokenNotFound; c++ {
 		s := c.String()
 		if strings.HasPrefix(s, "code(") || seen[s] {
 			t.Fatalf("code %d has name %q", c, s)

@@ -148,5 +148,6 @@ func applyDeleteCatalog(t *tx, _ uint64, c *DeleteCatalog) Result {
 	}
 	t.deleteBelow(path)
 	t.tree(catalogTree).Delete([]byte(c.Name))
+	t.dropGrants(SecurableCatalog, cat.ID)
 	return Result{Catalog: cat}
 }

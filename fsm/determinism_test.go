@@ -48,11 +48,22 @@ type logGen struct {
 	lanceEntries int
 	lanceIDs     []string
 	lastLance    *fsm.CreateLanceVersion
+	// arng draws the principal, token, grant and signing key commands
+	// (determinism_auth_test.go), which take their ids from authIDs and
+	// leave the clock be, so that the other commands come exactly as they
+	// did before; authEntries counts them, tokenIDs are the token ids
+	// emitted and grantKeys the securables granted on, to look them up.
+	arng        *rand.Rand
+	authEntries int
+	authIDs     int
+	tokenIDs    []string
+	grantKeys   []string
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
 	return &logGen{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), driver: fsm.NewMachine(), clock: baseTime,
-		srng: rand.New(rand.NewPCG(seed^0x5ca1ab1e, seed)), lrng: rand.New(rand.NewPCG(seed^0x1a9ce, seed+1))}
+		srng: rand.New(rand.NewPCG(seed^0x5ca1ab1e, seed)), lrng: rand.New(rand.NewPCG(seed^0x1a9ce, seed+1)),
+		arng: rand.New(rand.NewPCG(seed^0xa7e5, seed+2))}
 }
 
 func (g *logGen) stamp() fsm.Stamp {
@@ -287,6 +298,10 @@ func (g *logGen) metadataCmd(tb *fsm.Table) *fsm.UpdateTable {
 
 // step emits one random command.
 func (g *logGen) step() {
+	if g.arng.IntN(100) < 15 {
+		g.authCmd()
+		return
+	}
 	if g.srng.IntN(100) < 15 {
 		g.sharingCmd()
 		return
@@ -570,7 +585,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 			g.emit(&fsm.CreateSchema{Stamp: g.stamp(), ID: g.id("sch"), CatalogName: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("s%d", j), StorageRoot: root})
 		}
 	}
-	for len(g.log)-g.sharingEntries-g.lanceEntries < 600 {
+	for len(g.log)-g.sharingEntries-g.lanceEntries-g.authEntries < 600 {
 		g.step()
 	}
 	var failures, noops, successes int
@@ -596,6 +611,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	}
 	checkSharingVariety(t, g)
 	checkLanceVariety(t, g)
+	checkAuthVariety(t, g)
 	if failures < 50 || noops < 10 || successes < 200 || tables < 5 || commits < 20 || len(codes) < 8 || codes[fsm.CodeResourceExhausted] == 0 {
 		t.Fatalf("log is not varied enough: ok %d, no-op %d, failed %d %v, tables %d, commits %d",
 			successes, noops, failures, codes, tables, commits)
@@ -632,6 +648,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	sameAnswers(t, m1.State(), restored, g.staging)
 	sameSharingAnswers(t, m1.State(), restored, g)
 	sameLanceAnswers(t, m1.State(), restored, g)
+	sameAuthAnswers(t, m1.State(), restored, g)
 
 	// A replica restored from the snapshot continues exactly like the
 	// replicas that applied the whole log.
@@ -654,6 +671,8 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	sameSharingAnswers(t, m1.State(), m3.State(), g)
 	sameLanceAnswers(t, m1.State(), m3.State(), g)
 	checkLanceRecords(t, m3.State(), g)
+	sameAuthAnswers(t, m1.State(), m3.State(), g)
+	checkAuthRecords(t, m3.State(), g)
 }
 
 // Different logs must not serialise to the same bytes (guards against a

@@ -30,6 +30,9 @@ const (
 	CodeRecipientNotFound                     // 404: no recipient of the name (or activation link)
 	CodeRecipientExists                       // 409 / 400
 	CodeActivationUsed                        // 400: the recipient's profile was already downloaded
+	CodePrincipalNotFound                     // 404: no principal of the name
+	CodePrincipalExists                       // 409
+	CodeTokenNotFound                         // 404: no API token of the id
 )
 
 var codeNames = map[Code]string{
@@ -44,7 +47,9 @@ var codeNames = map[Code]string{
 	CodeCommitStateUnknown: "commit-state-unknown",
 	CodeShareNotFound:      "share-not-found", CodeShareExists: "share-exists",
 	CodeRecipientNotFound: "recipient-not-found", CodeRecipientExists: "recipient-exists",
-	CodeActivationUsed: "activation-used",
+	CodeActivationUsed:    "activation-used",
+	CodePrincipalNotFound: "principal-not-found", CodePrincipalExists: "principal-exists",
+	CodeTokenNotFound: "token-not-found",
 }
 
 func (c Code) String() string {

@@ -29,6 +29,13 @@ type Result struct {
 	SigningKey *URLSigningKey
 	// Lance is what a Lance version command did (lance.go).
 	Lance *LanceResult
+	// Principal and AuthToken are a principal and an API token
+	// (principal.go); Grants the assignments on a securable after an
+	// update (grant.go); AuthKeys the token signing keys (auth_key.go).
+	Principal *Principal
+	AuthToken *AuthToken
+	Grants    *Grants
+	AuthKeys  *AuthSigningKeys
 	// Steps are the results of a Transaction's commands, in order. When
 	// the transaction failed, the last step is the command that failed.
 	Steps []Result

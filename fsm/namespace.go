@@ -89,6 +89,7 @@ func init() {
 	registerCommand(CmdDeleteNamespace, applyDeleteNamespace)
 	registerRecord(RecordNamespace, treeRecord(nestedTree, nil, func(b *Builder, n *Namespace) { b.t.putNamespace(n) }))
 	registerChildren(nestedTree, renamedNamespace)
+	onDeleteBelow(nestedTree, func(t *tx, v any) { t.dropGrants(SecurableSchema, v.(*Namespace).ID) })
 }
 
 // Namespace returns the namespace at path: a catalog, a schema or a
@@ -230,6 +231,7 @@ func applyDeleteNamespace(t *tx, _ uint64, c *DeleteNamespace) Result {
 	}
 	t.deleteBelow(c.Path)
 	t.tree(nestedTree).Delete(pathKey(c.Path))
+	t.dropGrants(SecurableSchema, n.ID)
 	return Result{Namespace: n}
 }
 

@@ -14,10 +14,24 @@ const (
 	// inside another table's, and a catalog or schema storage root may not
 	// lie inside a table.
 	RulesLocations uint16 = 1
+	// RulesAuth: replicas know principals, API tokens, grants and token
+	// signing keys (command types 39 to 44); those are proposed only
+	// from this level on.
+	RulesAuth uint16 = 2
 
 	// CurrentRules is the highest level this build applies.
-	CurrentRules = RulesLocations
+	CurrentRules = RulesAuth
 )
+
+// RulesNeeded is the least level every replica must know before a
+// command of type ct may be proposed: an older replica would not know
+// how to apply it and would halt.
+func RulesNeeded(ct CommandType) uint16 {
+	if ct >= CmdCreatePrincipal && ct <= CmdSetAuthSigningKey {
+		return RulesAuth
+	}
+	return RulesOriginal
+}
 
 // RulesLevel is the validation level a command was proposed under.
 func (s *Stamp) RulesLevel() uint16 { return s.Rules }

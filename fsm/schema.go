@@ -39,6 +39,7 @@ func init() {
 	registerCommand(CmdDeleteSchema, applyDeleteSchema)
 	registerRecord(RecordSchema, treeRecord(schemaTree, nil, func(b *Builder, s *Schema) { b.t.putSchema(s) }))
 	registerChildren(schemaTree, renamedSchema)
+	onDeleteBelow(schemaTree, func(t *tx, v any) { t.dropGrants(SecurableSchema, v.(*Schema).ID) })
 }
 
 // CreateSchema creates a schema in a catalog.
@@ -167,5 +168,6 @@ func applyDeleteSchema(t *tx, _ uint64, c *DeleteSchema) Result {
 	}
 	t.deleteBelow(path)
 	t.tree(schemaTree).Delete(schemaKey(c.CatalogName, c.Name))
+	t.dropGrants(SecurableSchema, s.ID)
 	return Result{Schema: s}
 }

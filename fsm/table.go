@@ -265,6 +265,7 @@ func (t *tx) removeTable(tb *Table) {
 func (t *tx) tableRemoved(tb *Table) {
 	t.unindexTable(tb)
 	t.forgetLanceVersions(tb)
+	t.dropGrants(SecurableTable, tb.ID)
 }
 
 // renamedTable is a table below a renamed namespace.

@@ -69,28 +69,33 @@ var routeCases = map[string]routeCase{
 	"POST " + sharingPrefix + "/shares/:share/schemas/:schema/tables/:table/query": {`{"version":1,"limitHint":2}`, "", false},
 	"POST " + apiPrefix + "/transactions/commit": {`{"operations":[{"delta":{"catalog":"unity","schema":"default","name":"sweep",` +
 		`"requirements":[],"updates":[]}}]}`, "", false},
-	"POST " + lancePrefix + "/v1/namespace/:id/create":       {`{"mode":"Create","properties":{"k":"v"}}`, "mode", false},
-	"POST " + lancePrefix + "/v1/namespace/:id/describe":     {`{"id":["x"]}`, "id", false},
-	"POST " + lancePrefix + "/v1/namespace/:id/exists":       {`{"id":["x"]}`, "id", false},
-	"POST " + lancePrefix + "/v1/namespace/:id/drop":         {`{"mode":"Fail","behavior":"Restrict"}`, "behavior", false},
-	"POST " + lancePrefix + "/v1/table/:id/declare":          {`{"location":"file:///data/sweep_l"}`, "location", false},
-	"POST " + lancePrefix + "/v1/table/:id/describe":         {`{"version":1}`, "version", false},
-	"POST " + lancePrefix + "/v1/table/:id/exists":           {`{"version":1}`, "version", false},
-	"POST " + lancePrefix + "/v1/table/:id/register":         {`{"location":"file:///data/sweep_reg","mode":"Create"}`, "location", true},
-	"POST " + lancePrefix + "/v1/table/:id/deregister":       {`{"id":["x"]}`, "id", false},
-	"POST " + lancePrefix + "/v1/table/:id/drop":             {`{"id":["x"]}`, "id", false},
-	"POST " + lancePrefix + "/v1/table/:id/rename":           {`{"new_table_name":"sweep_ren"}`, "new_table_name", true},
-	"POST " + lancePrefix + "/v1/table/:id/version/list":     {`{}`, "", false},
-	"POST " + lancePrefix + "/v1/table/:id/version/create":   {`{"version":1,"manifest_path":"x/_versions/1.manifest-a","naming_scheme":"V2"}`, "manifest_path", true},
-	"POST " + lancePrefix + "/v1/table/:id/version/describe": {`{"version":1}`, "version", false},
-	"POST " + lancePrefix + "/v1/table/:id/version/delete":   {`{"ranges":[{"start_version":0,"end_version":1}]}`, "ranges", false},
-	"POST " + lancePrefix + "/v1/table/version/batch-create": {`{"entries":[{"id":["unity","default","sweep_l"],"version":1,"manifest_path":"x"}]}`, "entries", true},
-	"POST " + lancePrefix + "/v1/table/batch-commit":         {`{"operations":[{"declare_table":{"id":["unity","default","sweep_l"]}}]}`, "", false},
-	"POST " + lancePrefix + "/*":                             {`{}`, "", false},
-	"PATCH " + lancePrefix + "/*":                            {`{}`, "", false},
-	"POST /v1/cluster/transfer-leadership":                   {`{"id":"node-x"}`, "id", false},
-	"POST /v1/cluster/remove-node":                           {`{"id":"node-x"}`, "id", true},
-	"POST /v1/cluster/restore":                               {`{"not":"a snapshot"}`, "", false},
+	"POST " + lancePrefix + "/v1/namespace/:id/create":               {`{"mode":"Create","properties":{"k":"v"}}`, "mode", false},
+	"POST " + lancePrefix + "/v1/namespace/:id/describe":             {`{"id":["x"]}`, "id", false},
+	"POST " + lancePrefix + "/v1/namespace/:id/exists":               {`{"id":["x"]}`, "id", false},
+	"POST " + lancePrefix + "/v1/namespace/:id/drop":                 {`{"mode":"Fail","behavior":"Restrict"}`, "behavior", false},
+	"POST " + lancePrefix + "/v1/table/:id/declare":                  {`{"location":"file:///data/sweep_l"}`, "location", false},
+	"POST " + lancePrefix + "/v1/table/:id/describe":                 {`{"version":1}`, "version", false},
+	"POST " + lancePrefix + "/v1/table/:id/exists":                   {`{"version":1}`, "version", false},
+	"POST " + lancePrefix + "/v1/table/:id/register":                 {`{"location":"file:///data/sweep_reg","mode":"Create"}`, "location", true},
+	"POST " + lancePrefix + "/v1/table/:id/deregister":               {`{"id":["x"]}`, "id", false},
+	"POST " + lancePrefix + "/v1/table/:id/drop":                     {`{"id":["x"]}`, "id", false},
+	"POST " + lancePrefix + "/v1/table/:id/rename":                   {`{"new_table_name":"sweep_ren"}`, "new_table_name", true},
+	"POST " + lancePrefix + "/v1/table/:id/version/list":             {`{}`, "", false},
+	"POST " + lancePrefix + "/v1/table/:id/version/create":           {`{"version":1,"manifest_path":"x/_versions/1.manifest-a","naming_scheme":"V2"}`, "manifest_path", true},
+	"POST " + lancePrefix + "/v1/table/:id/version/describe":         {`{"version":1}`, "version", false},
+	"POST " + lancePrefix + "/v1/table/:id/version/delete":           {`{"ranges":[{"start_version":0,"end_version":1}]}`, "ranges", false},
+	"POST " + lancePrefix + "/v1/table/version/batch-create":         {`{"entries":[{"id":["unity","default","sweep_l"],"version":1,"manifest_path":"x"}]}`, "entries", true},
+	"POST " + lancePrefix + "/v1/table/batch-commit":                 {`{"operations":[{"declare_table":{"id":["unity","default","sweep_l"]}}]}`, "", false},
+	"POST " + lancePrefix + "/*":                                     {`{}`, "", false},
+	"PATCH " + lancePrefix + "/*":                                    {`{}`, "", false},
+	"POST /v1/cluster/transfer-leadership":                           {`{"id":"node-x"}`, "id", false},
+	"POST /v1/cluster/remove-node":                                   {`{"id":"node-x"}`, "id", true},
+	"POST /v1/cluster/restore":                                       {`{"not":"a snapshot"}`, "", false},
+	"POST /v1/auth/principals":                                       {`{"name":"sweep_p","type":"user"}`, "name", true},
+	"POST /v1/auth/tokens":                                           {`{"principal":"admin","ttl_seconds":60}`, "principal", false},
+	"POST /v1/auth/signing-keys/rotate":                              {`{"grace_seconds":60}`, "", false},
+	"PATCH " + apiPrefix + "/permissions/:securable_type/:full_name": {`{"changes":[{"principal":"sweep_p","add":["SELECT"],"remove":[]}]}`, "", false},
+	"POST " + icebergPrefix + "/v1/oauth/tokens":                     {`{"grant_type":"client_credentials"}`, "", false},
 }
 
 // Routes the sweep leaves alone: leave stops the node it is sent to, the
@@ -202,6 +207,8 @@ func expect4xx(t *testing.T, method, path string, r reply) {
 	}
 	want := []string{"code", "error"}
 	switch {
+	case strings.HasSuffix(path, "/v1/oauth/tokens"): // OAuth2's own error shape
+		want = []string{"error", "error_description"}
 	case strings.HasPrefix(path, deltaPrefix), strings.HasPrefix(path, icebergPrefix):
 		want = []string{"error"}
 	case strings.HasPrefix(path, sharingPrefix):

@@ -38,10 +38,10 @@ func mountToys(core *httpapi.Server) {
 	} {
 		e := core.Mount(g)
 		fail := func(echo.Context) error { return fsm.Errf(fsm.CodeTableNotFound, "no table") }
-		e.GET("/fail", fail)
-		e.HEAD("/fail", fail)
-		e.GET("/busy", func(echo.Context) error { return clusterapi.ErrNoLeader })
-		e.POST("/echo", func(c echo.Context) error {
+		e.GET("/fail", httpapi.Public(), fail)
+		e.HEAD("/fail", httpapi.Public(), fail)
+		e.GET("/busy", httpapi.Public(), func(echo.Context) error { return clusterapi.ErrNoLeader })
+		e.POST("/echo", httpapi.Public(), func(c echo.Context) error {
 			var body map[string]string
 			if _, err := httpapi.BindJSON(c, &body); err != nil {
 				return err

@@ -64,6 +64,7 @@ var sentinels = []sentinel{
 	}},
 	{errs: []error{clusterapi.ErrNotLeader, clusterapi.ErrNoLeader, clusterapi.ErrShutdown, errLeaderUnreachable},
 		status: http.StatusServiceUnavailable, message: func(err error) string { return unreachableText + err.Error() + ")" }},
+	{errs: []error{clusterapi.ErrUpgradePending}, status: http.StatusServiceUnavailable},
 	{errs: []error{clusterapi.ErrBusy}, status: http.StatusServiceUnavailable, message: func(error) string {
 		return "The leader could not take the request in time (it is overloaded); nothing was changed. Retry the request."
 	}},

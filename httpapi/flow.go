@@ -52,10 +52,12 @@ type In[R any] struct {
 }
 
 // CheckNotReserved refuses a table location or storage root that would
-// hold the serving node's raft log and snapshots: one inside its raft
-// directory, or at or above its data directory (a table's maintenance,
-// such as VACUUM, deletes files it does not know below its location). The
-// default managed storage root, inside the data directory, is allowed.
+// reach the serving node's own files (its raft log, snapshots and the
+// token hashes they hold): one at, inside or above its data directory (a
+// table's maintenance, such as VACUUM, deletes files it does not know
+// below its location; a share or vended credentials would hand out what
+// lies below it). The default managed storage root, the data directory's
+// warehouse/, is allowed.
 func (in *In[R]) CheckNotReserved(field, loc string) error {
 	return checkNotReserved(in.dataDir, field, loc)
 }
@@ -75,8 +77,8 @@ func checkNotReserved(dataDir, field, loc string) error {
 		a, b = strings.TrimRight(a, "/"), strings.TrimRight(b, "/")
 		return a == b || strings.HasPrefix(a, b+"/")
 	}
-	if within(loc, dir+"/raft") || within(dir, loc) {
-		return Invalid("%s '%s' would hold the catalog server's own raft log and snapshots (its data directory).", field, Clip(loc))
+	if within(dir, loc) || (within(loc, dir) && !within(loc, dir+"/warehouse")) {
+		return Invalid("%s '%s' would reach the catalog server's own files (its data directory, which holds the raft log and snapshots).", field, Clip(loc))
 	}
 	return nil
 }

@@ -172,6 +172,7 @@ func (f *followerReads) fetchOnce() (uint64, error) {
 	}
 	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: ReadIndexPath}, Host: hostport,
 		Header: http.Header{HeaderForwarded: {f.s.cluster.ID()}}}
+	f.s.signPeer(req.Header, http.MethodGet, ReadIndexPath)
 	resp, _, err := f.s.proxy.relay.Do(ctx, hostport, req, nil)
 	if err != nil {
 		return 0, err

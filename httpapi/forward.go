@@ -101,7 +101,13 @@ func newLeaderProxy(s *Server) *leaderProxy {
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &leaderProxy{s: s, relay: relay.NewClient(peerDialTimeout), client: &http.Client{Transport: transport,
+	rc := relay.NewClient(peerDialTimeout)
+	rc.UpgradeHeader = func() http.Header {
+		h := http.Header{}
+		s.signPeer(h, http.MethodGet, relay.Path)
+		return h
+	}
+	return &leaderProxy{s: s, relay: rc, client: &http.Client{Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -152,6 +158,7 @@ func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent 
 	}
 	header := in.Header.Clone()
 	header.Set(HeaderForwarded, p.s.cluster.ID())
+	p.s.signForward(c, header, in.Method, in.URL.RequestURI())
 	out := &http.Request{Method: in.Method, URL: in.URL, Host: in.Host, Header: header}
 	resp, sent, err := p.relay.Do(in.Context(), hostport, out, body)
 	if errors.Is(err, relay.ErrUnsupported) {
@@ -178,6 +185,7 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 		out.Header[k] = vs
 	}
 	out.Header.Set(HeaderForwarded, p.s.cluster.ID())
+	p.s.signForward(c, out.Header, in.Method, in.URL.RequestURI())
 	out.Host = in.Host // the leader answers as the node the client reached (URLs it builds)
 	resp, err := p.client.Do(out)
 	if err != nil {
@@ -283,6 +291,7 @@ func (p *leaderProxy) callLeader(ctx context.Context, method, path string, body 
 			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set(HeaderForwarded, p.s.cluster.ID())
+			p.s.signPeer(req.Header, method, path)
 			resp, derr := p.client.Do(req)
 			if derr == nil {
 				defer resp.Body.Close()

@@ -35,6 +35,9 @@ type Group struct {
 	// Streaming lists paths (below Prefix) whose request bodies are
 	// streamed, not held: they are exempt from the body size limit.
 	Streaming []string
+	// Credential finds a request's credential (nil: Authorization:
+	// Bearer).
+	Credential Credential
 }
 
 // Mount registers a protocol's route group and returns it for the
@@ -43,14 +46,15 @@ type Group struct {
 // from State, writes are built with Write, and errors are returned for
 // the group's mapping to render.
 //
-// The returned group has no middleware of its own: an Echo group with
+// Each route is registered with the Rule a caller must meet (see
+// access.go). The returned group has no middleware of its own: an Echo group with
 // middleware catches every path below its prefix, which turns a known
 // path with a wrong method into a 404 instead of a 405 with an Allow
 // header. A group's ToLeader is applied by groupToLeader instead.
-func (s *Server) Mount(g Group) *echo.Group {
+func (s *Server) Mount(g Group) *Routes {
 	s.groups = append(s.groups, g)
 	slices.SortStableFunc(s.groups, func(a, b Group) int { return cmp.Compare(len(b.Prefix), len(a.Prefix)) })
-	return s.e.Group(g.Prefix)
+	return &Routes{s: s, g: s.e.Group(g.Prefix), prefix: g.Prefix}
 }
 
 // groupToLeader sends the requests of groups mounted with ToLeader to the

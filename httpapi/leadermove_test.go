@@ -81,13 +81,13 @@ func serveUC(t *testing.T, node httpapi.DataPath) *api {
 	core := httpapi.New(node, httpapi.Config{Logger: testLogger()})
 	ucrest.Register(core)
 	e := core.Mount(httpapi.Group{Prefix: "/toy", Errors: toyErrors{"toy"}, ToLeader: true, Relay: true})
-	e.POST("/refuse", func(echo.Context) error {
+	e.POST("/refuse", httpapi.Public(), func(echo.Context) error {
 		if d, ok := node.(*deposed); ok {
 			d.moved.Store(true)
 		}
 		return clusterapi.ErrNotLeader
 	})
-	e.POST("/twice", func(c echo.Context) error { // two proposals: the second may be refused
+	e.POST("/twice", httpapi.Public(), func(c echo.Context) error { // two proposals: the second may be refused
 		if _, err := core.State(c); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func serveUC(t *testing.T, node httpapi.DataPath) *api {
 		}
 		return c.NoContent(http.StatusNoContent)
 	})
-	e.POST("/echo", func(c echo.Context) error { // reads a little, proposes, reads the rest
+	e.POST("/echo", httpapi.Public(), func(c echo.Context) error { // reads a little, proposes, reads the rest
 		c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, 1<<20)
 		head := make([]byte, 5)
 		if _, err := io.ReadFull(c.Request().Body, head); err != nil {

@@ -90,21 +90,33 @@ func TestRacingCreatesForOneLocationHaveOneWinner(t *testing.T) {
 	}
 }
 
-// No table location or storage root may lie inside a node's own data
-// directory (its raft log and snapshots).
+// No table location or storage root may reach a node's own files: its
+// data directory (the raft log, snapshots) and anything above it, on any
+// protocol; only the managed warehouse inside it is allowed.
 func TestLocationsInsideTheDataDirectoryAreRefused(t *testing.T) {
 	nodes := testcluster.Start(t, 1, testcluster.Options{})
 	a := &api{t: t, base: nodes[0].URL}
-	inside := "file://" + strings.TrimRight(nodes[0].Dir, "/") + "/raft"
-	r := a.do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_data", "DELTA", inside))
-	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own raft log")
-	r = a.do(http.MethodPost, deltaPrefix+"/catalogs/unity/schemas/default/tables", deltaExternal("in_data", inside+"/t"))
-	deltaErr(t, r, http.StatusBadRequest, "InvalidParameterValueException", "own raft log")
-	r = a.do(http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": "in_data", "storage_root": inside})
-	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own raft log")
+	dir := "file://" + strings.TrimRight(nodes[0].Dir, "/")
+	for _, inside := range []string{dir + "/raft", dir, dir + "/snapshots", dir + "/elsewhere/t"} {
+		r := a.do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_data", "DELTA", inside))
+		ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own files")
+		r = a.do(http.MethodPost, deltaPrefix+"/catalogs/unity/schemas/default/tables", deltaExternal("in_data", inside+"/t"))
+		deltaErr(t, r, http.StatusBadRequest, "InvalidParameterValueException", "own files")
+		r = a.do(http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": "in_data", "storage_root": inside})
+		ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own files")
+		r = a.do(http.MethodPost, icebergPrefix+"/v1/unity/namespaces/default/tables", map[string]any{"name": "in_data", "location": inside + "/ice",
+			"schema": map[string]any{"type": "struct", "fields": []any{map[string]any{"id": 1, "name": "id", "type": "long", "required": true}}}})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "own files") {
+			t.Fatalf("Iceberg create at %s: %d %s", inside, r.status, r.raw)
+		}
+		r = a.do(http.MethodPost, lancePrefix+"/v1/table/unity$default$in_data/declare", map[string]any{"location": inside + "/lance"})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "own files") {
+			t.Fatalf("Lance declare at %s: %d %s", inside, r.status, r.raw)
+		}
+	}
 	above := "file://" + filepath.Dir(strings.TrimRight(nodes[0].Dir, "/"))
-	r = a.do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "above_data", "DELTA", above))
-	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own raft log")
-	warehouse := "file://" + strings.TrimRight(nodes[0].Dir, "/") + "/warehouse/ext"
+	r := a.do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "above_data", "DELTA", above))
+	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own files")
+	warehouse := dir + "/warehouse/ext"
 	a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_warehouse", "DELTA", warehouse))
 }

@@ -95,6 +95,9 @@ type httpMetrics struct {
 	forwarded *prometheus.CounterVec
 	// authFailures counts requests refused for their credentials.
 	authFailures *prometheus.CounterVec
+	// peerRefusals counts requests and relay connections refused because
+	// they claimed to come from a peer without proving it.
+	peerRefusals prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *httpMetrics {
@@ -114,8 +117,10 @@ func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *h
 		m.forwarded.WithLabelValues(o)
 	}
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_auth_failures_total",
-		Help: "Requests refused for their credentials, by protocol and reason (missing, invalid, expired)."}, []string{"protocol", "reason"})
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.authFailures,
+		Help: "Requests refused for their credentials, by protocol and reason (missing, invalid, expired, revoked, throttled)."}, []string{"protocol", "reason"})
+	m.peerRefusals = prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_peer_refusals_total",
+		Help: "Forwarded requests and relay connections refused because they claimed to come from a cluster peer without a valid signature."})
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.authFailures, m.peerRefusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raftcat_relay_connections",
 			Help: "Relay connections followers hold open to this node."}, func() float64 { return float64(relayStats().Connections) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "raftcat_relay_requests_total",

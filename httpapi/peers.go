@@ -19,6 +19,7 @@ func (s *Server) PeerGet(ctx context.Context, httpAddr, path string) (*http.Resp
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	s.signPeer(req.Header, http.MethodGet, path)
 	if id := logging.RequestID(ctx); id != "" {
 		req.Header.Set(HeaderRequestID, id)
 	}

@@ -19,6 +19,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/auth"
 	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/relay"
 )
@@ -79,6 +81,18 @@ type Config struct {
 	// DataDir is the node's data directory: no table location or storage
 	// root may lie inside it.
 	DataDir string
+
+	// Auth authenticates callers (nil: every caller is anonymous and may
+	// do anything). Peer signs and verifies requests between nodes with
+	// the cluster key (nil: forwarded requests carry no identity).
+	Auth *auth.Authenticator
+	Peer *auth.Peer
+	// Audit, if set, receives one JSON line per write and per refused
+	// request this node was the entry point of (see audit.go).
+	Audit io.Writer
+	// AuthFailures limits failed authentications per client address
+	// (nil: 20 at once, then one a second).
+	AuthFailures *auth.FailureLimiter
 }
 
 // HTTP server defaults.
@@ -125,6 +139,10 @@ type Server struct {
 
 	txPlanners map[string]TxPlanner // by operation kind (AddTxPlanner)
 
+	rules   map[string]Rule // by "METHOD route", see Routes
+	limiter *auth.FailureLimiter
+	audit   *auditLog
+
 	metrics    *httpMetrics
 	observers  []func(RequestInfo) // see ObserveRequests
 	routesOnce sync.Once
@@ -147,7 +165,11 @@ func New(c DataPath, cfg Config) *Server {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
 	log := slog.New(logging.WithRequestIDs(cfg.Logger.Handler()))
-	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: log.With("component", "http")}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = auth.NewFailureLimiter(1, 20)
+	}
+	s := &Server{e: echo.New(), cluster: c, cfg: cfg, log: log.With("component", "http"), rules: map[string]Rule{},
+		limiter: cfg.AuthFailures, audit: newAuditLog(cfg.Audit)}
 	s.failLog = Throttled(s.log, FailureLogInterval, "code", "path")
 	s.proxy = newLeaderProxy(s)
 	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20, FrameTimeout: cfg.FrameTimeout}
@@ -156,8 +178,10 @@ func New(c DataPath, cfg Config) *Server {
 	s.e.HTTPErrorHandler = s.handleError
 	s.e.JSONSerializer = plainJSON{}
 	s.reads = newFollowerReads(s, cfg.Metrics)
-	s.e.Use(requestID, s.requestLog(), s.observe, s.recoverPanics(), s.bodyLimit, recordBody, unescapeParams, s.groupToLeader)
-	s.e.GET(ReadIndexPath, s.serveReadIndex)
+	s.e.Use(requestID, s.requestLog(), s.observe, s.auditRequests, s.recoverPanics(), s.bodyLimit, recordBody, unescapeParams,
+		s.authenticate, s.groupToLeader)
+	s.rules[http.MethodGet+" "+ReadIndexPath] = PeersOnly()
+	s.e.GET(ReadIndexPath, s.serveReadIndex, s.authorize(PeersOnly()))
 	return s
 }
 
@@ -179,6 +203,13 @@ func (s *Server) RelayStats() relay.Stats { return s.relay.Stats() }
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if relay.IsUpgrade(r) {
+			if err := s.relayUpgradeAllowed(r); err != nil {
+				s.metrics.peerRefusals.Inc()
+				s.log.Warn("refused a relay connection from a node that cannot prove it is a cluster peer",
+					"remote", r.RemoteAddr, "claimed_node", r.Header.Get(HeaderForwarded), "err", err)
+				http.Error(w, "relay: not a cluster peer: "+err.Error(), http.StatusForbidden)
+				return
+			}
 			s.relay.ServeHTTP(w, r)
 			return
 		}

@@ -26,15 +26,30 @@ type StaticCredentials struct {
 	S3SessionToken    string
 	GCSOAuthToken     string
 	AzureSASToken     string
+	// ReadOnly, if set, are the keys vended for READ: keys scoped to
+	// reading, so that a caller allowed only to read gets no keys that
+	// write. Without them, READ vends the keys above.
+	ReadOnly *StaticCredentials
 	// TTL is how long vended credentials are declared valid (0: 1h).
 	TTL time.Duration
 }
+
+// OperationRead and OperationReadWrite are the operations credentials
+// are vended for.
+const (
+	OperationRead      = "READ"
+	OperationReadWrite = "READ_WRITE"
+)
 
 // Vend returns the credential for a location: the configured keys of the
 // location's cloud, and only those; local (file://) locations get an
 // empty config and no expiry.
 func (sc StaticCredentials) Vend(_ context.Context, loc, op string) (Credential, error) {
-	cred := Credential{Prefix: loc, Operation: op, Config: sc.config(loc)}
+	keys := sc
+	if op == OperationRead && sc.ReadOnly != nil {
+		keys = *sc.ReadOnly
+	}
+	cred := Credential{Prefix: loc, Operation: op, Config: keys.config(loc)}
 	if len(cred.Config) > 0 {
 		ttl := sc.TTL
 		if ttl <= 0 {

@@ -26,3 +26,19 @@ func TestStaticCredentialsVendOnlyTheLocationsCloud(t *testing.T) {
 		}
 	}
 }
+
+// READ vends the read-only keys when there are some, READ_WRITE never does.
+func TestReadOnlyKeysAreVendedForRead(t *testing.T) {
+	ro := &StaticCredentials{S3AccessKeyID: "RO", S3SecretAccessKey: "ROS"}
+	sc := StaticCredentials{S3AccessKeyID: "RW", S3SecretAccessKey: "RWS", ReadOnly: ro}
+	for op, want := range map[string]string{OperationRead: "RO", OperationReadWrite: "RW"} {
+		c, err := sc.Vend(context.Background(), "s3://b/t", op)
+		if err != nil || c.Config["s3.access-key-id"] != want || c.Operation != op {
+			t.Fatalf("%s vended %+v, %v; want key %s", op, c, err, want)
+		}
+	}
+	sc.ReadOnly = nil
+	if c, _ := sc.Vend(context.Background(), "s3://b/t", OperationRead); c.Config["s3.access-key-id"] != "RW" {
+		t.Fatalf("without read-only keys READ vended %+v", c)
+	}
+}

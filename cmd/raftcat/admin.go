@@ -20,6 +20,12 @@ import (
 // adminFlags parses the flags every admin command shares (--addr) and
 // returns the positional arguments.
 func adminFlags(name, usage string, args []string, stderr io.Writer, nargs int) (string, []string, bool) {
+	return adminFlagsWith(name, usage, args, stderr, nargs, nil)
+}
+
+// adminFlagsWith is adminFlags with flags of the command's own (extra may
+// be nil); nargs -1 takes zero or one positional argument.
+func adminFlagsWith(name, usage string, args []string, stderr io.Writer, nargs int, extra func(*flag.FlagSet)) (string, []string, bool) {
 	fs := flag.NewFlagSet("raftcat "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := "http://127.0.0.1:8080"
@@ -27,6 +33,10 @@ func adminFlags(name, usage string, args []string, stderr io.Writer, nargs int) 
 		def = v
 	}
 	addr := fs.String("addr", def, "base URL of any node of the cluster [RAFTCAT_ADDR]")
+	fs.StringVar(&cliToken, "token", os.Getenv("RAFTCAT_TOKEN"), "API token sent as Authorization: Bearer, for a cluster run with --auth=token [RAFTCAT_TOKEN]")
+	if extra != nil {
+		extra(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: raftcat %s\n\n", usage)
 		fs.PrintDefaults()
@@ -34,14 +44,28 @@ func adminFlags(name, usage string, args []string, stderr io.Writer, nargs int) 
 	if err := fs.Parse(args); err != nil {
 		return "", nil, false
 	}
-	if fs.NArg() != nargs {
+	if fs.NArg() != nargs && !(nargs == -1 && fs.NArg() <= 1) {
 		fs.Usage()
 		return "", nil, false
 	}
 	return strings.TrimRight(*addr, "/"), fs.Args(), true
 }
 
-var adminClient = &http.Client{Timeout: 10 * time.Minute}
+var adminClient = &http.Client{Timeout: 10 * time.Minute, Transport: bearerTransport{}}
+
+// cliToken is the token the command was given (--token or RAFTCAT_TOKEN).
+var cliToken string
+
+// bearerTransport sends cliToken with every request the commands make.
+type bearerTransport struct{}
+
+func (bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if cliToken != "" && r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+cliToken)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
 
 // apiError extracts a readable message from an error answer.
 func apiError(resp *http.Response) error {

@@ -61,12 +61,15 @@ type Config struct {
 	RelayFrameTimeout time.Duration
 
 	Credentials storage.StaticCredentials
+	ReadOnly    storage.StaticCredentials // keys vended for reading only
 	Objects     storage.BlobOptions
 
 	SharingEndpoint      string
 	SharingURLTTL        time.Duration
 	SharingTokenLifetime time.Duration
 	SharingCacheMiB      int64
+
+	Auth AuthConfig
 }
 
 // bindFlags registers every serve flag; each can also be set through the
@@ -103,6 +106,9 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.S3AccessKeyID, "s3-access-key-id", "", "S3 access key vended for s3:// table locations (prefer the environment variable)")
 	fs.StringVar(&c.Credentials.S3SecretAccessKey, "s3-secret-access-key", "", "S3 secret key vended with --s3-access-key-id (prefer the environment variable)")
 	fs.StringVar(&c.Credentials.S3SessionToken, "s3-session-token", "", "S3 session token vended with the S3 keys, if any")
+	fs.StringVar(&c.ReadOnly.S3AccessKeyID, "s3-read-access-key-id", "", "S3 access key vended for reading only (to callers with SELECT but not MODIFY, with --auth=token); without it they get --s3-access-key-id")
+	fs.StringVar(&c.ReadOnly.S3SecretAccessKey, "s3-read-secret-access-key", "", "S3 secret key vended with --s3-read-access-key-id")
+	fs.StringVar(&c.ReadOnly.S3SessionToken, "s3-read-session-token", "", "S3 session token vended with the read-only S3 keys, if any")
 	fs.StringVar(&c.Credentials.GCSOAuthToken, "gcs-oauth-token", "", "OAuth token vended for gs:// table locations")
 	fs.StringVar(&c.Credentials.AzureSASToken, "azure-sas-token", "", "SAS token vended for abfs(s):// table locations")
 	fs.DurationVar(&c.Credentials.TTL, "credential-ttl", time.Hour, "validity declared on vended credentials")
@@ -119,6 +125,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SharingURLTTL, "sharing-url-ttl", time.Hour, "how long the file URLs a Delta Sharing query hands out stay valid")
 	fs.DurationVar(&c.SharingTokenLifetime, "sharing-token-lifetime", 0, "default lifetime of a recipient's bearer token when the request sets no expiration_time (0: tokens do not expire)")
 	fs.Int64Var(&c.SharingCacheMiB, "sharing-cache-mib", 256, "memory bound of the Delta Sharing snapshot cache, in MiB")
+	c.Auth.bindFlags(fs)
 	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 
@@ -191,6 +198,13 @@ func (c *Config) Validate() error {
 	if (c.Credentials.S3AccessKeyID == "") != (c.Credentials.S3SecretAccessKey == "") {
 		errs = append(errs, errors.New("--s3-access-key-id and --s3-secret-access-key go together"))
 	}
+	if (c.ReadOnly.S3AccessKeyID == "") != (c.ReadOnly.S3SecretAccessKey == "") {
+		errs = append(errs, errors.New("--s3-read-access-key-id and --s3-read-secret-access-key go together"))
+	}
+	if c.ReadOnly.S3AccessKeyID != "" {
+		ro := c.ReadOnly
+		c.Credentials.ReadOnly = &ro
+	}
 	if err := checkEndpoint(c.Objects.S3Endpoint); err != nil {
 		errs = append(errs, err)
 	}
@@ -211,6 +225,9 @@ func (c *Config) Validate() error {
 	}
 	if !slices.Contains(logging.Formats, c.LogFormat) {
 		errs = append(errs, fmt.Errorf("--log-format %q: want %s", c.LogFormat, strings.Join(logging.Formats, " or ")))
+	}
+	if err := c.Auth.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {

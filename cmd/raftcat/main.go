@@ -50,10 +50,12 @@ Usage:
   raftcat bench [flags]                      measure commits/s and latency (optionally against etcd)
   raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
   raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
+  raftcat auth principal|token|whoami ...    manage principals and API tokens ('raftcat auth --help')
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
-followers forward to the leader.
+followers forward to the leader. --token (or RAFTCAT_TOKEN) is the API token
+those commands send to a cluster run with --auth=token.
 
 Run 'raftcat serve --help' for the node's flags ('raftcat --help' prints this). Every flag can also be set
 through an environment variable: --node-id is RAFTCAT_NODE_ID, and so on.
@@ -77,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return snapshotCmd(args, stdout, stderr)
 	case "members":
 		return membersCmd(args, stdout, stderr)
+	case "auth":
+		return authCmd(args, stdout, stderr)
 	case "remove-node":
 		return postCmd("remove-node", "/v1/cluster/remove-node", args, stdout, stderr, 1)
 	case "transfer-leadership":
@@ -182,6 +186,13 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 		defer stopMetrics()
 		metricsHandler = nil
 	}
+	na, err := cfg.Auth.build()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer na.closeAudit()
+	cfg.Auth.warn(log, ln.Addr().String(), cfg.Credentials)
 	node, err := cluster.Open(cfg.clusterConfig(log, reg))
 	if err != nil {
 		ln.Close()
@@ -190,15 +201,19 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 	blobs := storage.NewBlobs(cfg.Objects)
 	defer blobs.Close()
 	objects := storage.Instrumented(blobs, reg)
-	api := httpapi.New(node, httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir, Metrics: reg,
+	hc := httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir, Metrics: reg,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout,
-		FollowerReads: cfg.FollowerReads})
+		FollowerReads: cfg.FollowerReads}
+	na.apply(&hc)
+	api := httpapi.New(node, hc)
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof, Metrics: metricsHandler},
 		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},
 		Iceberg: iceberg.Config{Objects: objects, Credentials: cfg.Credentials},
 		Sharing: sharing.Config{Objects: objects, Endpoint: cfg.SharingEndpoint, URLTTL: cfg.SharingURLTTL,
 			TokenLifetime: cfg.SharingTokenLifetime, CacheBytes: cfg.SharingCacheMiB << 20},
-		Lance: lance.Config{Objects: objects}, UI: ui.Config{Recent: recent}})
+		Lance: lance.Config{Objects: objects, Credentials: cfg.Credentials}, UI: ui.Config{Recent: recent}})
+	stopBootstrap := api.StartBootstrap(na.adminToken)
+	defer stopBootstrap()
 	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()

@@ -63,16 +63,16 @@ func Register(core *httpapi.Server, ops Operations, cfg Config) *Server {
 		registerPprof(e)
 	}
 	if cfg.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(cfg.Metrics))
+		e.GET("/metrics", httpapi.AnyCaller(), echo.WrapHandler(cfg.Metrics))
 	}
 	return s
 }
 
-func (s *Server) routes(e *echo.Group) {
-	e.GET("/healthz", func(c echo.Context) error {
+func (s *Server) routes(e *httpapi.Routes) {
+	e.GET("/healthz", httpapi.Public(), func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID()})
 	})
-	e.GET("/readyz", func(c echo.Context) error {
+	e.GET("/readyz", httpapi.Public(), func(c echo.Context) error {
 		if leader, err := httpapi.BoolParam(c, "leader", true); err != nil {
 			return err
 		} else if leader {
@@ -85,13 +85,14 @@ func (s *Server) routes(e *echo.Group) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready", "node_id": s.cluster.ID()})
 	})
 	g := e.Group("/v1/cluster")
-	g.GET("", s.clusterStatus)
-	g.GET("/state-digest", s.stateDigest)
-	g.GET("/snapshot", s.saveSnapshot, s.core.ToLeader)
-	g.POST("/restore", s.restoreSnapshot)
-	g.POST("/transfer-leadership", s.transferLeadership, s.core.ToLeader)
-	g.POST("/remove-node", s.removeNode, s.core.ToLeader)
-	g.POST("/leave", s.leave)
+	admin := httpapi.AdminOnly()
+	g.GET("", admin, s.clusterStatus)
+	g.GET("/state-digest", admin, s.stateDigest)
+	g.GET("/snapshot", admin, s.saveSnapshot, s.core.ToLeader)
+	g.POST("/restore", admin, s.restoreSnapshot)
+	g.POST("/transfer-leadership", admin, s.transferLeadership, s.core.ToLeader)
+	g.POST("/remove-node", admin, s.removeNode, s.core.ToLeader)
+	g.POST("/leave", admin, s.leave)
 }
 
 // leaderCheck (GET /readyz?leader) answers 200 only on the leader, once

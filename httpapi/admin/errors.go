@@ -30,6 +30,9 @@ var statusByCode = map[fsm.Code]int{
 	fsm.CodeRecipientNotFound:     404,
 	fsm.CodeRecipientExists:       409,
 	fsm.CodeActivationUsed:        400,
+	fsm.CodePrincipalNotFound:     404,
+	fsm.CodePrincipalExists:       409,
+	fsm.CodeTokenNotFound:         404,
 }
 
 // errorMapping renders {"error": message, "code": status}.

@@ -66,17 +66,17 @@ type Server struct {
 func Register(core *httpapi.Server, cfg Config) *Server {
 	s := &Server{core: core, cfg: cfg, log: httpapi.Throttled(core.Logger(), httpapi.FailureLogInterval, "table")}
 	g := core.Mount(httpapi.Group{Name: "delta", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
-	g.GET("/config", s.deltaConfig)
-	g.POST("/catalogs/:catalog/schemas/:schema/staging-tables", httpapi.Write(core, buildStagingTable, nil, s.stagingAnswer))
-	g.GET("/staging-tables/:id/credentials", s.stagingCredentials)
-	g.POST("/catalogs/:catalog/schemas/:schema/tables", httpapi.Write(core, buildCreateTable, nil, loadAnswer))
-	g.GET(tablePath, s.loadDeltaTable)
-	g.HEAD(tablePath, s.headDeltaTable)
-	g.POST(tablePath, httpapi.Write(core, buildUpdateTable, s.decidePurgedReplay, loadAnswer))
-	g.DELETE(tablePath, httpapi.Write(core, buildDeleteTable, nil, noContent))
-	g.POST(tablePath+"/rename", httpapi.Write(core, buildRenameTable, nil, noContent))
-	g.GET(tablePath+"/credentials", s.tableCredentials)
-	g.POST(tablePath+"/metrics", s.reportMetrics)
+	g.GET("/config", httpapi.AnyCaller(), s.deltaConfig)
+	g.POST("/catalogs/:catalog/schemas/:schema/staging-tables", inSchema, httpapi.Write(core, buildStagingTable, nil, s.stagingAnswer))
+	g.GET("/staging-tables/:id/credentials", httpapi.Needs(s.stagingNeeds), s.stagingCredentials)
+	g.POST("/catalogs/:catalog/schemas/:schema/tables", inSchema, httpapi.Write(core, buildCreateTable, nil, loadAnswer))
+	g.GET(tablePath, onTable(fsm.PrivSelect), s.loadDeltaTable)
+	g.HEAD(tablePath, onTable(fsm.PrivSelect), s.headDeltaTable)
+	g.POST(tablePath, onTable(fsm.PrivModify), httpapi.Write(core, buildUpdateTable, s.decidePurgedReplay, loadAnswer))
+	g.DELETE(tablePath, ownsTable, httpapi.Write(core, buildDeleteTable, nil, noContent))
+	g.POST(tablePath+"/rename", ownsTable, httpapi.Write(core, buildRenameTable, nil, noContent))
+	g.GET(tablePath+"/credentials", httpapi.Needs(credentialNeeds), s.tableCredentials)
+	g.POST(tablePath+"/metrics", onTable(fsm.PrivSelect), s.reportMetrics)
 	core.AddTxPlanner("delta", s.planTxOp)
 	return s
 }

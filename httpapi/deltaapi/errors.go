@@ -32,6 +32,9 @@ var byCode = map[fsm.Code]struct {
 	fsm.CodeRecipientNotFound:     {404, "NotFoundException"},
 	fsm.CodeRecipientExists:       {409, "AlreadyExistsException"},
 	fsm.CodeActivationUsed:        {400, "InvalidParameterValueException"},
+	fsm.CodePrincipalNotFound:     {404, "NotFoundException"},
+	fsm.CodePrincipalExists:       {409, "AlreadyExistsException"},
+	fsm.CodeTokenNotFound:         {404, "NotFoundException"},
 }
 
 // typeByStatus is the error type of problems that are not domain errors.

@@ -17,8 +17,8 @@ import (
 
 func init() {
 	addRoutes(
-		route{http.MethodPost, tablePath, writeRoute((*Server).buildCommit, (*Server).commitAnswer)},
-		route{http.MethodPost, "/transactions/commit", writeRoute((*Server).buildTransaction, noContentAnswer)},
+		route{http.MethodPost, tablePath, commitTable, writeRoute((*Server).buildCommit, (*Server).commitAnswer)},
+		route{http.MethodPost, "/transactions/commit", commitAll, writeRoute((*Server).buildTransaction, noContentAnswer)},
 	)
 }
 
@@ -57,7 +57,11 @@ func (s *Server) buildCommit(in *httpapi.In[commitBody]) (fsm.Command, error) {
 		return nil, err
 	}
 	if ch.noop {
-		return nil, &settled{status: http.StatusOK, body: commitResponse(ch.base), etag: etag(ch.base.location, modeAll)}
+		body, err := s.commitAnswerOf(in, ch.table, ch.base)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &settled{status: http.StatusOK, body: body, etag: etag(ch.base.location, modeAll)}
 	}
 	if ch.create {
 		return s.proposeCreate(in, in.Stamp, &newTable{ref: r, location: strings.TrimRight(ch.meta.Location(), "/"),
@@ -277,12 +281,26 @@ func mirror(ch *change, f *metadataFile) (fsm.IcebergCommit, error) {
 }
 
 type commitResult struct {
-	MetadataLocation string          `json:"metadata-location"`
-	Metadata         json.RawMessage `json:"metadata"`
+	MetadataLocation   string              `json:"metadata-location"`
+	Metadata           json.RawMessage     `json:"metadata"`
+	Config             map[string]string   `json:"config,omitempty"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
 }
 
 func commitResponse(f *metadataFile) commitResult {
 	return commitResult{MetadataLocation: f.location, Metadata: f.raw}
+}
+
+// commitAnswerOf is a commit's answer: the table's metadata, and the
+// credentials of its location when the request asks for them.
+func (s *Server) commitAnswerOf(c echo.Context, tb *fsm.Table, f *metadataFile) (commitResult, error) {
+	out := commitResponse(f)
+	config := map[string]string{}
+	creds, err := s.delegate(c, tb.Location, s.operation(c, tb), config)
+	if creds != nil {
+		out.Config, out.StorageCredentials = config, creds
+	}
+	return out, err
 }
 
 // commitAnswer renders a commit (or the staged create it finished).
@@ -292,6 +310,10 @@ func (s *Server) commitAnswer(c echo.Context, res fsm.Result) error {
 	if err != nil {
 		return err
 	}
+	out, err := s.commitAnswerOf(c, res.Table, f)
+	if err != nil {
+		return err
+	}
 	c.Response().Header().Set("ETag", etag(loc, modeAll))
-	return c.JSON(http.StatusOK, commitResponse(f))
+	return c.JSON(http.StatusOK, out)
 }

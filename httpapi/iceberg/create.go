@@ -39,7 +39,7 @@ func (s *Server) buildCreateTable(in *httpapi.In[createTableBody]) (fsm.Command,
 		return nil, err
 	}
 	if in.Body.StageCreate {
-		return nil, stagedAnswer(nt.meta)
+		return nil, s.stagedAnswer(in, nt)
 	}
 	return s.proposeCreate(in, in.Stamp, nt)
 }
@@ -156,11 +156,17 @@ func (s *Server) proposeCreate(in echo.Context, stamp fsm.Stamp, nt *newTable) (
 }
 
 // stagedAnswer answers a staged create: its metadata, no location, no
-// tag; nothing is persisted.
-func stagedAnswer(meta table.Metadata) error {
-	raw, err := json.Marshal(meta)
+// tag; nothing is persisted. Credentials asked for are to write the
+// table's files before the commit that creates it, by the caller who may
+// create it.
+func (s *Server) stagedAnswer(c echo.Context, nt *newTable) error {
+	raw, err := json.Marshal(nt.meta)
 	if err != nil {
 		return err
 	}
-	return &settled{status: http.StatusOK, body: loadResult{Metadata: raw, Config: map[string]string{}}}
+	out := loadResult{Metadata: raw, Config: map[string]string{}}
+	if out.StorageCredentials, err = s.delegate(c, nt.location, opReadWrite, out.Config); err != nil {
+		return err
+	}
+	return &settled{status: http.StatusOK, body: out}
 }

@@ -37,6 +37,9 @@ var byCode = map[fsm.Code]statusType{
 	fsm.CodeRecipientNotFound:     {404, "NotFoundException"},
 	fsm.CodeRecipientExists:       {409, "AlreadyExistsException"},
 	fsm.CodeActivationUsed:        {400, "BadRequestException"},
+	fsm.CodePrincipalNotFound:     {404, "NotFoundException"},
+	fsm.CodePrincipalExists:       {409, "AlreadyExistsException"},
+	fsm.CodeTokenNotFound:         {404, "NotFoundException"},
 }
 
 // typeByStatus is the error type of problems that are not domain errors.

@@ -40,6 +40,16 @@
 //
 // ETags are derived from the replicated pointer (etag.go), so every node
 // answers the same tag, and a 304 is decided before storage is read.
+//
+// # Access
+//
+// Every route names what its caller needs (rules.go), checked by the core
+// before the handler runs; lists show only what the caller may see. The
+// clients this protocol serves authenticate with OAuth2 client
+// credentials, so it serves the token endpoint they call (oauth.go). A
+// load, create or commit asked for vended credentials carries those of
+// the table's location, to read or to read and write by the caller's
+// privileges (credentials.go).
 package iceberg
 
 import (
@@ -91,9 +101,11 @@ type Server struct {
 	log   *slog.Logger
 }
 
-// route is one served endpoint: method, path below /v1/:prefix, handler.
+// route is one served endpoint: method, path below /v1/:prefix, what a
+// caller needs (rules.go), handler.
 type route struct {
 	method, path string
+	rule         httpapi.Rule
 	handler      func(s *Server) echo.HandlerFunc
 }
 
@@ -114,9 +126,10 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 	}
 	s := &Server{core: core, cfg: cfg, cache: newMetadataCache(cfg.CacheBytes), log: core.Logger().With("protocol", "iceberg")}
 	g := core.Mount(httpapi.Group{Name: "iceberg", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
-	g.GET("/v1/config", s.getConfig)
+	g.GET("/v1/config", httpapi.AnyCaller(), s.getConfig)
+	g.POST(oauthPath, httpapi.Public(), s.issueToken)
 	for _, rt := range allRoutes() {
-		g.Add(rt.method, catalogPath+rt.path, rt.handler(s))
+		g.Add(rt.method, catalogPath+rt.path, rt.rule, rt.handler(s))
 	}
 	core.AddTxPlanner("iceberg", s.planTxOp)
 	return s

@@ -15,16 +15,16 @@ const nsPath = "/namespaces/:namespace"
 
 func init() {
 	addRoutes(
-		route{http.MethodGet, "/namespaces", h((*Server).listNamespaces)},
-		route{http.MethodPost, "/namespaces", func(s *Server) echo.HandlerFunc {
+		route{http.MethodGet, "/namespaces", useParent, h((*Server).listNamespaces)},
+		route{http.MethodPost, "/namespaces", createNamespace, func(s *Server) echo.HandlerFunc {
 			return httpapi.Write(s.core, buildCreateNamespace, nil, namespaceAnswer)
 		}},
-		route{http.MethodGet, nsPath, h((*Server).loadNamespace)},
-		route{http.MethodHead, nsPath, h((*Server).namespaceExists)},
-		route{http.MethodDelete, nsPath, func(s *Server) echo.HandlerFunc {
+		route{http.MethodGet, nsPath, useNamespace, h((*Server).loadNamespace)},
+		route{http.MethodHead, nsPath, useNamespace, h((*Server).namespaceExists)},
+		route{http.MethodDelete, nsPath, ownNamespace, func(s *Server) echo.HandlerFunc {
 			return httpapi.Write(s.core, buildDropNamespace, nil, func(c echo.Context, _ fsm.Result) error { return noContent(c) })
 		}},
-		route{http.MethodPost, nsPath + "/properties", func(s *Server) echo.HandlerFunc {
+		route{http.MethodPost, nsPath + "/properties", ownNamespace, func(s *Server) echo.HandlerFunc {
 			return httpapi.Write(s.core, buildUpdateProperties, nil, propertiesAnswer)
 		}},
 	)
@@ -130,7 +130,11 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	found, next := cut(p, st.Namespaces(r.path(), p.after, p.limit()), (*fsm.Namespace).Name)
 	out := namespaceList{Namespaces: [][]string{}, NextPageToken: next}
 	for _, n := range found {
-		out.Namespaces = append(out.Namespaces, slices.Clone(n.Path[1:]))
+		// Filtered after the cut, so the token still follows the last
+		// namespace fetched: a page may hold fewer than it could.
+		if s.core.Visible(c, st, false, n.Path...) {
+			out.Namespaces = append(out.Namespaces, slices.Clone(n.Path[1:]))
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -22,13 +22,13 @@ const (
 
 func init() {
 	addRoutes(
-		route{http.MethodGet, tablesPath, h((*Server).listTables)},
-		route{http.MethodPost, tablesPath, writeRoute((*Server).buildCreateTable, (*Server).tableAnswer)},
-		route{http.MethodPost, nsPath + "/register", writeRoute((*Server).buildRegister, (*Server).tableAnswer)},
-		route{http.MethodGet, tablePath, h((*Server).loadTable)},
-		route{http.MethodHead, tablePath, h((*Server).tableExists)},
-		route{http.MethodDelete, tablePath, writeRoute((*Server).buildDropTable, (*Server).dropped)},
-		route{http.MethodPost, "/tables/rename", writeRoute((*Server).buildRename, noContentAnswer)},
+		route{http.MethodGet, tablesPath, useNamespace, h((*Server).listTables)},
+		route{http.MethodPost, tablesPath, createIn, writeRoute((*Server).buildCreateTable, (*Server).tableAnswer)},
+		route{http.MethodPost, nsPath + "/register", registerTable, writeRoute((*Server).buildRegister, (*Server).tableAnswer)},
+		route{http.MethodGet, tablePath, selectTable, h((*Server).loadTable)},
+		route{http.MethodHead, tablePath, selectTable, h((*Server).tableExists)},
+		route{http.MethodDelete, tablePath, ownTable, writeRoute((*Server).buildDropTable, (*Server).dropped)},
+		route{http.MethodPost, "/tables/rename", renameObject, writeRoute((*Server).buildRename, noContentAnswer)},
 	)
 }
 
@@ -80,7 +80,7 @@ type tableList struct {
 func (s *Server) listTables(c echo.Context) error { return s.listObjects(c, isTable) }
 
 // listObjects lists the tables or views (those keep accepts) of the
-// request's namespace, paged.
+// request's namespace that the caller may see, paged.
 func (s *Server) listObjects(c echo.Context, keep func(*fsm.Table) bool) error {
 	r, err := namespaceRef(c)
 	if err != nil {
@@ -97,7 +97,8 @@ func (s *Server) listObjects(c echo.Context, keep func(*fsm.Table) bool) error {
 	if _, err := lookupNamespace(st, r); err != nil {
 		return err
 	}
-	found, next := cut(p, st.TablesInWhere(r.path(), p.after, p.limit(), keep), func(tb *fsm.Table) string { return tb.Name })
+	shown := func(tb *fsm.Table) bool { return keep(tb) && s.core.Visible(c, st, true, append(r.path(), tb.Name)...) }
+	found, next := cut(p, st.TablesInWhere(r.path(), p.after, p.limit(), shown), func(tb *fsm.Table) string { return tb.Name })
 	out := tableList{Identifiers: []identifier{}, NextPageToken: next}
 	for _, tb := range found {
 		out.Identifiers = append(out.Identifiers, identifier{Namespace: r.levels, Name: tb.Name})
@@ -143,12 +144,14 @@ func snapshotMode(c echo.Context) (string, error) {
 }
 
 type loadResult struct {
-	MetadataLocation *string           `json:"metadata-location,omitempty"`
-	Metadata         json.RawMessage   `json:"metadata"`
-	Config           map[string]string `json:"config"`
+	MetadataLocation   *string             `json:"metadata-location,omitempty"`
+	Metadata           json.RawMessage     `json:"metadata"`
+	Config             map[string]string   `json:"config"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
 }
 
-// answerTable writes a table's LoadTableResult with its ETag.
+// answerTable writes a table's LoadTableResult with its ETag, and the
+// credentials of its location when the request asks for them.
 func (s *Server) answerTable(c echo.Context, tb *fsm.Table, mode string) error {
 	loc := tb.Iceberg.MetadataLocation
 	f, err := s.readMetadata(c.Request().Context(), loc)
@@ -161,8 +164,12 @@ func (s *Server) answerTable(c echo.Context, tb *fsm.Table, mode string) error {
 			return err
 		}
 	}
+	out := loadResult{MetadataLocation: &loc, Metadata: body, Config: map[string]string{}}
+	if out.StorageCredentials, err = s.delegate(c, tb.Location, s.operation(c, tb), out.Config); err != nil {
+		return err
+	}
 	c.Response().Header().Set("ETag", etag(loc, mode))
-	return c.JSON(http.StatusOK, loadResult{MetadataLocation: &loc, Metadata: body, Config: map[string]string{}})
+	return c.JSON(http.StatusOK, out)
 }
 
 // tableAnswer renders a create, register or commit: the table as a

@@ -34,13 +34,13 @@ const (
 
 func init() {
 	addRoutes(
-		route{http.MethodGet, viewsPath, viewErrors(h((*Server).listViews))},
-		route{http.MethodPost, viewsPath, viewErrors(writeRoute((*Server).buildCreateView, (*Server).viewAnswer))},
-		route{http.MethodGet, viewPath, viewErrors(h((*Server).loadView))},
-		route{http.MethodPost, viewPath, viewErrors(writeRoute((*Server).buildReplaceView, (*Server).viewAnswer))},
-		route{http.MethodHead, viewPath, viewErrors(h((*Server).viewExists))},
-		route{http.MethodDelete, viewPath, viewErrors(writeRoute((*Server).buildDropView, noContentAnswer))},
-		route{http.MethodPost, "/views/rename", viewErrors(writeRoute((*Server).buildRenameView, noContentAnswer))},
+		route{http.MethodGet, viewsPath, useNamespace, viewErrors(h((*Server).listViews))},
+		route{http.MethodPost, viewsPath, createIn, viewErrors(writeRoute((*Server).buildCreateView, (*Server).viewAnswer))},
+		route{http.MethodGet, viewPath, selectView, viewErrors(h((*Server).loadView))},
+		route{http.MethodPost, viewPath, modifyView, viewErrors(writeRoute((*Server).buildReplaceView, (*Server).viewAnswer))},
+		route{http.MethodHead, viewPath, selectView, viewErrors(h((*Server).viewExists))},
+		route{http.MethodDelete, viewPath, ownView, viewErrors(writeRoute((*Server).buildDropView, noContentAnswer))},
+		route{http.MethodPost, "/views/rename", renameObject, viewErrors(writeRoute((*Server).buildRenameView, noContentAnswer))},
 	)
 }
 

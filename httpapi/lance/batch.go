@@ -90,7 +90,8 @@ func (s *Server) planOp(p *httpapi.Plan, kind string, body json.RawMessage, deli
 		if err != nil {
 			return nil, err
 		}
-		return s.planDeclare(p, id, delim, &b, false)
+		render, _, err := s.planDeclare(p, id, delim, &b, false)
+		return render, err
 	case "create_table_version":
 		var b versionBody
 		if err := decodeOp(body, &b); err != nil {

@@ -56,6 +56,9 @@ var byCode = map[fsm.Code]int{
 	fsm.CodeRecipientNotFound:     codeInvalidInput,
 	fsm.CodeRecipientExists:       codeInvalidInput,
 	fsm.CodeActivationUsed:        codeInvalidInput,
+	fsm.CodePrincipalNotFound:     codeInvalidInput,
+	fsm.CodePrincipalExists:       codeInvalidInput,
+	fsm.CodeTokenNotFound:         codeInvalidInput,
 }
 
 // codeByStatus is the code of problems that are neither domain errors

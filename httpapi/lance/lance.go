@@ -31,6 +31,17 @@
 // operation's index in "detail". The same planning takes part in
 // transactions across formats (package transactions) as the operation
 // kind "lance".
+//
+// # Callers and credentials
+//
+// Every route declares in the route table what its caller needs, in
+// Unity Catalog's privileges on the ids it names (access.go); a batch
+// needs what each of its operations does. A caller's credential is
+// where the Lance Namespace spec carries it: Authorization: Bearer, the
+// x-api-key header, or the body's identity, headers first. Describe and
+// declare answers carry storage_options, the vended credential for the
+// table's location (READ_WRITE for a caller that may change the table,
+// else READ), when the node has credentials to vend.
 package lance
 
 import (
@@ -64,6 +75,9 @@ type Config struct {
 	// Objects holds the tables' manifests (nil: versions cannot be
 	// created; those requests answer 503).
 	Objects ObjectStore
+	// Credentials vend what clients get, as storage_options, to reach a
+	// table's location themselves (nil: nothing is vended).
+	Credentials CredentialVendor
 }
 
 // Server serves the Lance Namespace API on a core.
@@ -77,11 +91,12 @@ type Server struct {
 // of transactions across formats. Every request goes to the leader.
 func Register(core *httpapi.Server, cfg Config) *Server {
 	s := &Server{core: core, cfg: cfg, log: core.Logger().With("protocol", "lance")}
-	g := core.Mount(httpapi.Group{Name: "lance", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
+	g := core.Mount(httpapi.Group{Name: "lance", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true,
+		Credential: credential})
 	for _, rt := range routes {
-		g.Add(rt.method, rt.path, rt.handler(s))
+		g.Add(rt.method, rt.path, rt.rule, rt.handler(s))
 	}
-	g.Any("/*", func(echo.Context) error {
+	g.Any("/*", httpapi.AnyCaller(), func(echo.Context) error {
 		return unsupported("This operation is not served by this catalog (it serves namespaces, tables and versions)")
 	})
 	core.AddTxPlanner("lance", s.planTxOp)
@@ -90,6 +105,7 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 
 type route struct {
 	method, path string
+	rule         httpapi.Rule
 	handler      func(*Server) echo.HandlerFunc
 }
 
@@ -98,26 +114,26 @@ func h(f func(*Server, echo.Context) error) func(*Server) echo.HandlerFunc {
 }
 
 var routes = []route{
-	{http.MethodPost, "/v1/namespace/:id/create", h((*Server).createNamespace)},
-	{http.MethodGet, "/v1/namespace/:id/list", h((*Server).listNamespaces)},
-	{http.MethodPost, "/v1/namespace/:id/describe", h((*Server).describeNamespace)},
-	{http.MethodPost, "/v1/namespace/:id/exists", h((*Server).namespaceExists)},
-	{http.MethodPost, "/v1/namespace/:id/drop", h((*Server).dropNamespace)},
-	{http.MethodGet, "/v1/namespace/:id/table/list", h((*Server).listTables)},
-	{http.MethodGet, "/v1/table", h((*Server).listAllTables)},
-	{http.MethodPost, "/v1/table/:id/declare", h((*Server).declareTable)},
-	{http.MethodPost, "/v1/table/:id/describe", h((*Server).describeTable)},
-	{http.MethodPost, "/v1/table/:id/exists", h((*Server).tableExists)},
-	{http.MethodPost, "/v1/table/:id/register", h((*Server).registerTable)},
-	{http.MethodPost, "/v1/table/:id/deregister", h((*Server).deregisterTable)},
-	{http.MethodPost, "/v1/table/:id/drop", h((*Server).dropTable)},
-	{http.MethodPost, "/v1/table/:id/rename", h((*Server).renameTable)},
-	{http.MethodPost, "/v1/table/:id/version/list", h((*Server).listVersions)},
-	{http.MethodPost, "/v1/table/:id/version/create", h((*Server).createVersion)},
-	{http.MethodPost, "/v1/table/:id/version/describe", h((*Server).describeVersion)},
-	{http.MethodPost, "/v1/table/:id/version/delete", h((*Server).deleteVersions)},
-	{http.MethodPost, "/v1/table/version/batch-create", h((*Server).batchCreateVersions)},
-	{http.MethodPost, "/v1/table/batch-commit", h((*Server).batchCommit)},
+	{http.MethodPost, "/v1/namespace/:id/create", namespaceCreateRule, h((*Server).createNamespace)},
+	{http.MethodGet, "/v1/namespace/:id/list", namespaceUseRule, h((*Server).listNamespaces)},
+	{http.MethodPost, "/v1/namespace/:id/describe", namespaceUseRule, h((*Server).describeNamespace)},
+	{http.MethodPost, "/v1/namespace/:id/exists", namespaceUseRule, h((*Server).namespaceExists)},
+	{http.MethodPost, "/v1/namespace/:id/drop", httpapi.NeedOwner(false, pathOf), h((*Server).dropNamespace)},
+	{http.MethodGet, "/v1/namespace/:id/table/list", namespaceUseRule, h((*Server).listTables)},
+	{http.MethodGet, "/v1/table", httpapi.AnyCaller(), h((*Server).listAllTables)},
+	{http.MethodPost, "/v1/table/:id/declare", httpapi.NeedOn(fsm.PrivCreateTable, namespaceOfTable), h((*Server).declareTable)},
+	{http.MethodPost, "/v1/table/:id/describe", httpapi.NeedOnTable(fsm.PrivSelect, tablePath), h((*Server).describeTable)},
+	{http.MethodPost, "/v1/table/:id/exists", httpapi.NeedOnTable(fsm.PrivSelect, tablePath), h((*Server).tableExists)},
+	{http.MethodPost, "/v1/table/:id/register", httpapi.Needs(registerNeeds), h((*Server).registerTable)},
+	{http.MethodPost, "/v1/table/:id/deregister", httpapi.NeedOwner(true, tablePath), h((*Server).deregisterTable)},
+	{http.MethodPost, "/v1/table/:id/drop", httpapi.NeedOwner(true, tablePath), h((*Server).dropTable)},
+	{http.MethodPost, "/v1/table/:id/rename", httpapi.Needs(renameNeeds), h((*Server).renameTable)},
+	{http.MethodPost, "/v1/table/:id/version/list", httpapi.NeedOnTable(fsm.PrivSelect, tablePath), h((*Server).listVersions)},
+	{http.MethodPost, "/v1/table/:id/version/create", httpapi.NeedOnTable(fsm.PrivModify, tablePath), h((*Server).createVersion)},
+	{http.MethodPost, "/v1/table/:id/version/describe", httpapi.NeedOnTable(fsm.PrivSelect, tablePath), h((*Server).describeVersion)},
+	{http.MethodPost, "/v1/table/:id/version/delete", httpapi.NeedOnTable(fsm.PrivModify, tablePath), h((*Server).deleteVersions)},
+	{http.MethodPost, "/v1/table/version/batch-create", httpapi.Needs(batchCreateNeeds), h((*Server).batchCreateVersions)},
+	{http.MethodPost, "/v1/table/batch-commit", httpapi.Needs(batchCommitNeeds), h((*Server).batchCommit)},
 }
 
 // bind decodes the body into v; an empty body or JSON null leaves v zero.

@@ -162,11 +162,27 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, n := range st.Namespaces(id, c.QueryParam("page_token"), limit+1) {
-		names = append(names, n.Name())
-	}
+	names := s.visibleNamespaces(c, st, id, c.QueryParam("page_token"), limit+1)
 	return c.JSON(http.StatusOK, page("namespaces", names, limit, func(n string) string { return n }))
+}
+
+// visibleNamespaces names up to n children of parent after the name
+// after that the caller may see, reading on past those it may not.
+func (s *Server) visibleNamespaces(c echo.Context, st *fsm.State, parent []string, after string, n int) []string {
+	var names []string
+	for len(names) < n {
+		read := st.Namespaces(parent, after, n)
+		for _, ns := range read {
+			if s.core.Visible(c, st, false, append(slices.Clone(parent), ns.Name())...) {
+				names = append(names, ns.Name())
+			}
+		}
+		if len(read) < n {
+			break
+		}
+		after = read[len(read)-1].Name()
+	}
+	return names[:min(n, len(names))]
 }
 
 func (s *Server) dropNamespace(c echo.Context) error {

@@ -17,9 +17,10 @@ import (
 
 type declareBody struct {
 	idBody
-	Location   string            `json:"location"`
-	Mode       string            `json:"mode"`
-	Properties map[string]string `json:"properties"`
+	Location        string            `json:"location"`
+	Mode            string            `json:"mode"`
+	Properties      map[string]string `json:"properties"`
+	VendCredentials *bool             `json:"vend_credentials"`
 }
 
 // lookupTable resolves a table id to a Lance table, with the 404 of the
@@ -46,30 +47,46 @@ func (s *Server) declareTable(c echo.Context) error {
 		return err
 	}
 	delim := delimiter(c)
-	return s.write(c, func(p *httpapi.Plan) (httpapi.OpRender, error) { return s.planDeclare(p, id, delim, &b, false) })
+	return s.write(c, func(p *httpapi.Plan) (httpapi.OpRender, error) {
+		render, loc, err := s.planDeclare(p, id, delim, &b, false)
+		if err != nil {
+			return nil, err
+		}
+		// The caller owns the table it declares, to write it.
+		opts, err := s.storageOptions(c.Request().Context(), loc, opReadWrite, b.VendCredentials)
+		if err != nil || opts == nil {
+			return render, err
+		}
+		return func(res *fsm.Result) any {
+			out := render(res).(map[string]any)
+			out["storage_options"] = opts
+			return out
+		}, nil
+	})
 }
 
-// planDeclare plans a declare (or, registered, a register) of a table.
-func (s *Server) planDeclare(p *httpapi.Plan, id []string, delim string, b *declareBody, registered bool) (httpapi.OpRender, error) {
+// planDeclare plans a declare (or, registered, a register) of a table,
+// and tells the table's location.
+func (s *Server) planDeclare(p *httpapi.Plan, id []string, delim string, b *declareBody, registered bool) (httpapi.OpRender, string, error) {
 	ns, name, err := tableRef(id, delim)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := checkNames([]string{name}); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if _, err := lookupNamespace(p.State, ns); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	tid := uuid.NewString()
 	loc, tt, err := s.location(p, ns, b.Location, tid)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cmd := &fsm.DeclareLanceTable{Stamp: p.Stamp, ID: tid, Namespace: ns, Name: name, TableType: tt, Location: loc,
 		Properties: b.Properties, Registered: registered}
 	if _, err := p.Add(cmd); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	return func(*fsm.Result) any {
 		out := map[string]any{"location": loc, "managed_versioning": true}
@@ -77,7 +94,7 @@ func (s *Server) planDeclare(p *httpapi.Plan, id []string, delim string, b *decl
 			out["properties"] = b.Properties
 		}
 		return out
-	}, nil
+	}, loc, nil
 }
 
 // location is the requested location, or the schema's managed root +
@@ -103,9 +120,10 @@ func (s *Server) location(p *httpapi.Plan, ns []string, requested, id string) (s
 
 type describeBody struct {
 	idBody
-	Version *int64 `json:"version"`
-	Branch  string `json:"branch"`
-	Tag     string `json:"tag"`
+	Version         *int64 `json:"version"`
+	Branch          string `json:"branch"`
+	Tag             string `json:"tag"`
+	VendCredentials *bool  `json:"vend_credentials"`
 }
 
 // readTable is the common start of the table reads.
@@ -138,11 +156,18 @@ func (s *Server) readTable(c echo.Context, b *describeBody) (*fsm.State, *fsm.Ta
 
 func (s *Server) describeTable(c echo.Context) error {
 	var b describeBody
-	_, tb, err := s.readTable(c, &b)
+	st, tb, err := s.readTable(c, &b)
 	if err != nil {
 		return err
 	}
 	out := map[string]any{"location": tb.Location, "managed_versioning": true, "properties": httpapi.NonNil(tb.Properties)}
+	opts, err := s.storageOptions(c.Request().Context(), tb.Location, s.readOperation(c, st, tb), b.VendCredentials)
+	if err != nil {
+		return err
+	}
+	if opts != nil {
+		out["storage_options"] = opts
+	}
 	if c.QueryParam("with_table_uri") == "true" {
 		out["table_uri"] = tb.Location
 	}
@@ -177,8 +202,11 @@ func includeDeclared(c echo.Context) (bool, error) {
 	return v, nil
 }
 
-func listed(tb *fsm.Table, declared bool) bool {
-	return tb.Format == fsm.FormatLance && tb.Lance != nil && (declared || !tb.Lance.OnlyDeclared)
+// listed reports whether a list shows a table: a Lance table (declared
+// only, if asked for) that the caller may see.
+func (s *Server) listed(c echo.Context, st *fsm.State, tb *fsm.Table, declared bool) bool {
+	return tb.Format == fsm.FormatLance && tb.Lance != nil && (declared || !tb.Lance.OnlyDeclared) &&
+		s.core.Visible(c, st, true, append(tb.NamespacePath(), tb.Name)...)
 }
 
 func (s *Server) listTables(c echo.Context) error {
@@ -195,7 +223,8 @@ func (s *Server) listTables(c echo.Context) error {
 		return err
 	}
 	var names []string
-	for _, tb := range st.TablesInWhere(id, c.QueryParam("page_token"), limit+1, func(tb *fsm.Table) bool { return listed(tb, declared) }) {
+	keep := func(tb *fsm.Table) bool { return s.listed(c, st, tb, declared) }
+	for _, tb := range st.TablesInWhere(id, c.QueryParam("page_token"), limit+1, keep) {
 		names = append(names, tb.Name)
 	}
 	return c.JSON(http.StatusOK, page("tables", names, limit, func(n string) string { return n }))
@@ -219,7 +248,7 @@ func (s *Server) listAllTables(c echo.Context) error {
 		return err
 	}
 	var ids [][]string
-	for _, tb := range st.TablesWhere(after, limit+1, func(tb *fsm.Table) bool { return listed(tb, declared) }) {
+	for _, tb := range st.TablesWhere(after, limit+1, func(tb *fsm.Table) bool { return s.listed(c, st, tb, declared) }) {
 		ids = append(ids, append(tb.NamespacePath(), tb.Name))
 	}
 	delim := delimiter(c)
@@ -273,7 +302,7 @@ func (s *Server) registerTable(c echo.Context) error {
 				return nil, err
 			}
 		}
-		render, err := s.planDeclare(p, id, delim, &b, true)
+		render, _, err := s.planDeclare(p, id, delim, &b, true)
 		if err != nil {
 			return nil, err
 		}

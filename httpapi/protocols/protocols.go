@@ -6,6 +6,7 @@ package protocols
 import (
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/admin"
+	"github.com/raftcat/raftcat/httpapi/authapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/iceberg"
 	"github.com/raftcat/raftcat/httpapi/lance"
@@ -37,6 +38,7 @@ type Node interface {
 // (whose Leave takes the node out of the cluster).
 func Mount(core *httpapi.Server, node Node, cfg Config) *admin.Server {
 	adm := admin.Register(core, node, cfg.Admin)
+	authapi.Register(core)
 	ucrest.Register(core)
 	deltaapi.Register(core, cfg.Delta)
 	iceberg.Register(core, cfg.Iceberg)

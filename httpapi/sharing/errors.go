@@ -44,6 +44,9 @@ var byCode = map[fsm.Code]statusCode{
 	fsm.CodeRecipientNotFound:     {404, codeNotFound},
 	fsm.CodeRecipientExists:       {409, "RESOURCE_ALREADY_EXISTS"},
 	fsm.CodeActivationUsed:        {400, codeInvalid},
+	fsm.CodePrincipalNotFound:     {404, codeNotFound},
+	fsm.CodePrincipalExists:       {409, "RESOURCE_ALREADY_EXISTS"},
+	fsm.CodeTokenNotFound:         {404, codeNotFound},
 }
 
 // codeByStatus is the errorCode of problems that are not domain errors.

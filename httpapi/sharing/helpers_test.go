@@ -37,26 +37,35 @@ func ok(t testing.TB, want int, method, u string, body any, headers ...string) t
 	return r
 }
 
-// provider drives the management API of one node.
+// provider drives the management API of one node, sending headers
+// (its credential, when the cluster needs one) with every request.
 type provider struct {
-	t   testing.TB
-	url string
+	t       testing.TB
+	url     string
+	headers []string
+}
+
+// ok sends a request to UC REST below path and fails unless it answers
+// 200.
+func (p provider) ok(method, path string, body any) testcluster.Response {
+	p.t.Helper()
+	return ok(p.t, 200, method, p.url+uc+path, body, p.headers...)
 }
 
 func (p provider) registerExternal(schema, name, location string) {
 	p.t.Helper()
-	ok(p.t, 200, http.MethodPost, p.url+uc+"/tables", map[string]any{"name": name, "catalog_name": "unity",
+	p.ok(http.MethodPost, "/tables", map[string]any{"name": name, "catalog_name": "unity",
 		"schema_name": schema, "table_type": "EXTERNAL", "data_source_format": "DELTA", "storage_location": location})
 }
 
 func (p provider) schema(name string) {
 	p.t.Helper()
-	ok(p.t, 200, http.MethodPost, p.url+uc+"/schemas", map[string]any{"name": name, "catalog_name": "unity"})
+	p.ok(http.MethodPost, "/schemas", map[string]any{"name": name, "catalog_name": "unity"})
 }
 
 func (p provider) share(name string) {
 	p.t.Helper()
-	ok(p.t, 200, http.MethodPost, p.url+uc+"/shares", map[string]any{"name": name})
+	p.ok(http.MethodPost, "/shares", map[string]any{"name": name})
 }
 
 // add shares a table, with its history when history is true.
@@ -66,27 +75,27 @@ func (p provider) add(share, table, sharedAs string, history bool) {
 	if history {
 		status = "ENABLED"
 	}
-	ok(p.t, 200, http.MethodPatch, p.url+uc+"/shares/"+share, map[string]any{"updates": []any{map[string]any{
+	p.ok(http.MethodPatch, "/shares/"+share, map[string]any{"updates": []any{map[string]any{
 		"action": "ADD", "data_object": map[string]any{"name": table, "data_object_type": "TABLE",
 			"shared_as": sharedAs, "history_data_sharing_status": status}}}})
 }
 
 func (p provider) grant(share, recipient string) {
 	p.t.Helper()
-	ok(p.t, 200, http.MethodPatch, p.url+uc+"/shares/"+share+"/permissions", map[string]any{"changes": []any{
+	p.ok(http.MethodPatch, "/shares/"+share+"/permissions", map[string]any{"changes": []any{
 		map[string]any{"principal": recipient, "add": []string{"SELECT"}}}})
 }
 
 func (p provider) revoke(share, recipient string) {
 	p.t.Helper()
-	ok(p.t, 200, http.MethodPatch, p.url+uc+"/shares/"+share+"/permissions", map[string]any{"changes": []any{
+	p.ok(http.MethodPatch, "/shares/"+share+"/permissions", map[string]any{"changes": []any{
 		map[string]any{"principal": recipient, "remove": []string{"SELECT"}}}})
 }
 
 // recipient creates a recipient and downloads its profile.
 func (p provider) recipient(name string) profile {
 	p.t.Helper()
-	r := ok(p.t, 200, http.MethodPost, p.url+uc+"/recipients", map[string]any{"name": name, "authentication_type": "TOKEN"})
+	r := p.ok(http.MethodPost, "/recipients", map[string]any{"name": name, "authentication_type": "TOKEN"})
 	return download(p.t, activationURL(p.t, r))
 }
 

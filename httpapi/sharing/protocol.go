@@ -21,12 +21,14 @@ const (
 )
 
 // mountProtocol registers the recipient-facing protocol. Its routes go
-// to the leader and authenticate the bearer token there; the file route
-// is served by the node it reaches.
+// to the leader and authenticate the bearer token there: a recipient's
+// token is the protocol's own credential, not a principal's, so the core
+// leaves these routes to authenticate. The file route is served by the
+// node it reaches, to anyone holding a signed URL.
 func (s *Server) mountProtocol() {
 	g := s.core.Mount(httpapi.Group{Name: "sharing", Prefix: Prefix, Errors: errorMapping{}, Relay: true})
 	api := func(method, path string, h echo.HandlerFunc) {
-		g.Add(method, path, h, linearizable, s.core.ToLeader, s.authenticate)
+		g.Add(method, path, httpapi.SelfAuthenticated(), h, linearizable, s.core.ToLeader, s.authenticate)
 	}
 	api(http.MethodGet, "/shares", s.listShares)
 	api(http.MethodGet, sharePath, s.getShare)
@@ -38,8 +40,8 @@ func (s *Server) mountProtocol() {
 	api(http.MethodGet, tablePath+"/metadata", s.metadata)
 	api(http.MethodPost, tablePath+"/query", s.query)
 	api(http.MethodGet, tablePath+"/changes", s.changes)
-	g.GET(FilesPath+"/:token", s.serveFile)
-	g.HEAD(FilesPath+"/:token", s.serveFile)
+	g.GET(FilesPath+"/:token", httpapi.Public(), s.serveFile)
+	g.HEAD(FilesPath+"/:token", httpapi.Public(), s.serveFile)
 }
 
 // linearizable drops a request for a stale read: recipients are always

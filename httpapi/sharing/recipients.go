@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/raftcat/raftcat/access"
 	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
@@ -20,12 +21,17 @@ import (
 // activation_url); downloading the profile there draws the bearer token
 // and stores its hash. Neither secret is ever stored in clear.
 
-func (s *Server) mountRecipients(g *echo.Group) {
-	g.POST("", httpapi.Write(s.core, s.buildCreateRecipient, nil, s.recipientAnswer))
-	g.GET("", s.listRecipients)
-	g.GET("/:name", s.getRecipient)
-	g.DELETE("/:name", httpapi.Write(s.core, buildDeleteRecipient, nil, emptyAnswer))
-	g.POST("/:name/rotate-token", httpapi.Write(s.core, s.buildRotateToken, nil, s.recipientAnswer))
+func (s *Server) mountRecipients(g *httpapi.Routes) {
+	g.POST("", httpapi.AdminOnly(), httpapi.Write(s.core, s.buildCreateRecipient, nil, s.recipientAnswer))
+	g.GET("", httpapi.AnyCaller(), s.listRecipients)
+	g.GET("/:name", httpapi.Needs(recipientOwner), s.getRecipient)
+	g.DELETE("/:name", httpapi.Needs(recipientOwner), httpapi.Write(s.core, buildDeleteRecipient, nil, emptyAnswer))
+	g.POST("/:name/rotate-token", httpapi.Needs(recipientOwner), httpapi.Write(s.core, s.buildRotateToken, nil, s.recipientAnswer))
+}
+
+// recipientOwner is the need of owning the recipient the route names.
+func recipientOwner(c echo.Context) ([]access.Need, error) {
+	return []access.Need{access.RecipientOwner(c.Param("name"))}, nil
 }
 
 type tokenInfo struct {
@@ -161,8 +167,12 @@ func (s *Server) listRecipients(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ucrest.Listing("recipients", st.Recipients(after, limit), limit,
-		func(r *fsm.Recipient) string { return strings.ToLower(r.Name) },
+	name := func(r *fsm.Recipient) string { return strings.ToLower(r.Name) }
+	all := s.core.IsAdmin(c, st)
+	items := ownedPage(after, limit, st.Recipients, name, func(r *fsm.Recipient) bool {
+		return all || s.core.Allowed(c, st, access.RecipientOwner(r.Name))
+	})
+	return c.JSON(http.StatusOK, ucrest.Listing("recipients", items, limit, name,
 		func(r *fsm.Recipient) recipientInfo { return toRecipientInfo(r, nil) }))
 }
 

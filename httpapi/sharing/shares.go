@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/raftcat/raftcat/access"
 	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
@@ -22,23 +23,75 @@ const (
 	keyPrefix        = ucPrefix + "/delta-sharing"
 )
 
+// mountManagement registers the provider's routes. Nothing in our
+// privilege model grants creating a share or a recipient, so only the
+// admin does; whoever owns one then manages it, and adding a table to a
+// share also takes SELECT on the table, so a share never hands out more
+// than its owner may read. The activation link is the recipient's
+// one-time secret and needs no credential.
 func (s *Server) mountManagement() {
-	mount := func(prefix string) *echo.Group {
+	mount := func(prefix string) *httpapi.Routes {
 		return s.core.Mount(httpapi.Group{Name: "sharing", Prefix: prefix, Errors: ucrest.Errors(), ToLeader: true, Relay: true})
 	}
 	sh := mount(sharesPrefix)
-	sh.POST("", httpapi.Write(s.core, buildCreateShare, nil, shareAnswer(false)))
-	sh.GET("", s.listManagedShares)
-	sh.GET("/:name", s.getManagedShare)
-	sh.PATCH("/:name", httpapi.Write(s.core, buildUpdateShare, nil, shareAnswer(true)))
-	sh.DELETE("/:name", httpapi.Write(s.core, buildDeleteShare, nil, emptyAnswer))
-	sh.GET("/:name/permissions", s.getPermissions)
-	sh.PATCH("/:name/permissions", httpapi.Write(s.core, buildUpdatePermissions, nil, permissionsAnswer))
+	sh.POST("", httpapi.AdminOnly(), httpapi.Write(s.core, buildCreateShare, nil, shareAnswer(false)))
+	sh.GET("", httpapi.AnyCaller(), s.listManagedShares)
+	sh.GET("/:name", httpapi.Needs(shareOwner), s.getManagedShare)
+	sh.PATCH("/:name", httpapi.Needs(shareUpdateNeeds), httpapi.Write(s.core, buildUpdateShare, nil, shareAnswer(true)))
+	sh.DELETE("/:name", httpapi.Needs(shareOwner), httpapi.Write(s.core, buildDeleteShare, nil, emptyAnswer))
+	sh.GET("/:name/permissions", httpapi.Needs(shareOwner), s.getPermissions)
+	sh.PATCH("/:name/permissions", httpapi.Needs(shareOwner), httpapi.Write(s.core, buildUpdatePermissions, nil, permissionsAnswer))
 	s.mountRecipients(mount(recipientsPrefix))
 	act := mount(ActivationPath)
-	act.GET("/:code", httpapi.Write(s.core, s.buildActivate, nil, s.profileAnswer))
+	act.GET("/:code", httpapi.Public(), httpapi.Write(s.core, s.buildActivate, nil, s.profileAnswer))
 	key := mount(keyPrefix)
-	key.POST("/url-signing-key/rotate", httpapi.Write(s.core, buildRotateKey, nil, keyAnswer))
+	key.POST("/url-signing-key/rotate", httpapi.AdminOnly(), httpapi.Write(s.core, buildRotateKey, nil, keyAnswer))
+}
+
+// shareOwner is the need of owning the share the route names.
+func shareOwner(c echo.Context) ([]access.Need, error) {
+	return []access.Need{access.ShareOwner(c.Param("name"))}, nil
+}
+
+// shareUpdateNeeds is what an update of a share needs: owning it, and
+// SELECT on every table it adds. A name that is not catalog.schema.table
+// needs nothing more: the update refuses it.
+func shareUpdateNeeds(c echo.Context) ([]access.Need, error) {
+	var body updateShareBody
+	if err := httpapi.PeekBody(c, &body); err != nil {
+		return nil, err
+	}
+	needs := []access.Need{access.ShareOwner(c.Param("name"))}
+	for _, u := range body.Updates {
+		if !strings.EqualFold(u.Action, "ADD") || u.DataObject == nil {
+			continue
+		}
+		if path := strings.Split(u.DataObject.Name, "."); len(path) == 3 {
+			needs = append(needs, access.OnTable(fsm.PrivSelect, path...))
+		}
+	}
+	return needs, nil
+}
+
+// ownedPage is one page of a listing that shows the caller only what
+// keep accepts: it reads on past what it leaves out, so that a page is
+// short only when the listing is over, and the page token (the last name
+// shown) resumes where it stopped.
+func ownedPage[T any](after string, limit int, list func(after string, limit int) []T, name func(T) string, keep func(T) bool) []T {
+	var out []T
+	for len(out) < limit {
+		items := list(after, limit)
+		for _, it := range items {
+			if keep(it) && len(out) < limit {
+				out = append(out, it)
+			}
+		}
+		if len(items) < limit {
+			break
+		}
+		after = name(items[len(items)-1])
+	}
+	return out
 }
 
 func emptyAnswer(c echo.Context, _ fsm.Result) error { return c.JSON(http.StatusOK, map[string]any{}) }
@@ -145,9 +198,12 @@ func (s *Server) listManagedShares(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := st.Shares(after, limit)
-	return c.JSON(http.StatusOK, ucrest.Listing("shares", items, limit,
-		func(sh *fsm.Share) string { return strings.ToLower(sh.Name) }, func(sh *fsm.Share) shareInfo { return toShareInfo(sh, false) }))
+	name := func(sh *fsm.Share) string { return strings.ToLower(sh.Name) }
+	all := s.core.IsAdmin(c, st)
+	items := ownedPage(after, limit, st.Shares, name, func(sh *fsm.Share) bool {
+		return all || s.core.Allowed(c, st, access.ShareOwner(sh.Name))
+	})
+	return c.JSON(http.StatusOK, ucrest.Listing("shares", items, limit, name, func(sh *fsm.Share) shareInfo { return toShareInfo(sh, false) }))
 }
 
 func (s *Server) getManagedShare(c echo.Context) error {

@@ -49,7 +49,7 @@ var Kinds = []string{"delta", "iceberg", "lance"}
 // Register mounts the transaction route. Its requests go to the leader.
 func Register(core *httpapi.Server) {
 	g := core.Mount(httpapi.Group{Name: "transactions", Prefix: Prefix, Errors: ucrest.Errors(), ToLeader: true, Relay: true})
-	g.POST("/commit", func(c echo.Context) error { return commit(core, c) })
+	g.POST("/commit", httpapi.Needs(commitNeeds), func(c echo.Context) error { return commit(core, c) })
 }
 
 type commitBody struct {

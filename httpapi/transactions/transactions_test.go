@@ -23,6 +23,7 @@ type etl struct {
 	factID  string
 	objects *storage.Blobs
 	staged  int
+	headers []string // sent with every request (a credential)
 }
 
 const (
@@ -32,12 +33,18 @@ const (
 	lanceTbl = "/lance/v1/table/" + "unity%24default%24emb"
 )
 
-func newETL(t *testing.T) *etl {
-	nodes := testcluster.Start(t, 3, testcluster.Options{})
+func newETL(t *testing.T) *etl { return startETL(t, testcluster.Options{}) }
+
+// startETL starts the cluster and creates the three tables, sending
+// headers (a credential) with every request.
+func startETL(t *testing.T, opts testcluster.Options, headers ...string) *etl {
+	t.Helper()
+	nodes := testcluster.Start(t, 3, opts)
 	testcluster.Leader(t, nodes)
-	e := &etl{t: t, nodes: nodes, dir: t.TempDir() + "/emb.lance", objects: storage.NewBlobs(storage.BlobOptions{})}
-	base := nodes[0].URL
-	e.factID = testcluster.CreateManaged(t, base, base, "unity", "default", "fact")
+	e := &etl{t: t, nodes: nodes, dir: t.TempDir() + "/emb.lance", objects: storage.NewBlobs(storage.BlobOptions{}), headers: headers}
+	st := e.ok(200, "POST", ucPrefix+"/delta/v1/catalogs/unity/schemas/default/staging-tables", map[string]any{"name": "fact"})
+	e.ok(200, "POST", ucPrefix+"/delta/v1/catalogs/unity/schemas/default/tables", testcluster.CreateManagedBody("fact", st))
+	e.factID = st.Body["table-id"].(string)
 	e.ok(200, "POST", ucPrefix+"/iceberg/v1/unity/namespaces/default/tables", map[string]any{"name": "dim",
 		"schema": map[string]any{"type": "struct", "schema-id": 0, "fields": []any{
 			map[string]any{"id": 1, "name": "id", "type": "long", "required": true}}}})
@@ -47,7 +54,7 @@ func newETL(t *testing.T) *etl {
 
 func (e *etl) do(method, path string, body any) testcluster.Response {
 	e.t.Helper()
-	return testcluster.Do(e.t, method, e.nodes[len(path)%3].URL+path, body)
+	return testcluster.Do(e.t, method, e.nodes[len(path)%3].URL+path, body, e.headers...)
 }
 
 func (e *etl) ok(status int, method, path string, body any) testcluster.Response {
@@ -100,7 +107,7 @@ func (e *etl) read() seen {
 	d := e.ok(200, "GET", delta, nil)
 	i := e.ok(200, "GET", iceberg, nil)
 	l := e.ok(200, "POST", lanceTbl+"/version/list?delimiter=%24", "null")
-	props := i.Body["metadata"].(map[string]any)["properties"].(map[string]any)
+	props, _ := i.Body["metadata"].(map[string]any)["properties"].(map[string]any) // none before the first commit
 	batch, _ := props["batch"].(string)
 	return seen{deltaVersion: d.Body["latest-table-version"].(float64), icebergBatch: batch,
 		icebergMetadata: i.Body["metadata-location"].(string), lanceVersions: len(l.Body["versions"].([]any))}

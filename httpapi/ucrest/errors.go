@@ -33,6 +33,9 @@ var byCode = map[fsm.Code]struct {
 	fsm.CodeRecipientNotFound:     {404, "NOT_FOUND"},
 	fsm.CodeRecipientExists:       {400, "RECIPIENT_ALREADY_EXISTS"},
 	fsm.CodeActivationUsed:        {400, "FAILED_PRECONDITION"},
+	fsm.CodePrincipalNotFound:     {404, "NOT_FOUND"},
+	fsm.CodePrincipalExists:       {400, "ALREADY_EXISTS"},
+	fsm.CodeTokenNotFound:         {404, "NOT_FOUND"},
 }
 
 // codeByStatus is the error_code of problems that are not domain errors.

@@ -31,21 +31,40 @@ type server struct{ core *httpapi.Server }
 func Register(core *httpapi.Server) {
 	s := &server{core: core}
 	g := core.Mount(httpapi.Group{Name: "ucrest", Prefix: Prefix, Errors: errorMapping{}, ToLeader: true, Relay: true})
-	g.GET("/metastore_summary", s.metastoreSummary)
-	g.POST("/catalogs", httpapi.Write(core, buildCreateCatalog, nil, catalogAnswer))
-	g.GET("/catalogs", s.listCatalogs)
-	g.GET("/catalogs/:name", s.getCatalog)
-	g.PATCH("/catalogs/:name", httpapi.Write(core, buildUpdateCatalog, nil, catalogAnswer))
-	g.DELETE("/catalogs/:name", httpapi.Write(core, buildDeleteCatalog, nil, emptyAnswer))
-	g.POST("/schemas", httpapi.Write(core, buildCreateSchema, nil, schemaAnswer))
-	g.GET("/schemas", s.listSchemas)
-	g.GET("/schemas/:full_name", s.getSchema)
-	g.PATCH("/schemas/:full_name", httpapi.Write(core, buildUpdateSchema, nil, schemaAnswer))
-	g.DELETE("/schemas/:full_name", httpapi.Write(core, buildDeleteSchema, nil, emptyAnswer))
-	g.POST("/tables", httpapi.Write(core, buildCreateTable, nil, tableAnswer))
-	g.GET("/tables", s.listTables)
-	g.GET("/tables/:full_name", s.getTable)
-	g.DELETE("/tables/:full_name", httpapi.Write(core, buildDeleteTable, nil, emptyAnswer))
+	g.GET("/metastore_summary", httpapi.AnyCaller(), s.metastoreSummary)
+	g.POST("/catalogs", httpapi.NeedOn(fsm.PrivCreateCatalog, httpapi.Metastore), httpapi.Write(core, buildCreateCatalog, nil, catalogAnswer))
+	g.GET("/catalogs", httpapi.AnyCaller(), s.listCatalogs)
+	g.GET("/catalogs/:name", httpapi.NeedOn(fsm.PrivUseCatalog, httpapi.Params("name")), s.getCatalog)
+	g.PATCH("/catalogs/:name", httpapi.NeedOwner(false, httpapi.Params("name")), httpapi.Write(core, buildUpdateCatalog, nil, catalogAnswer))
+	g.DELETE("/catalogs/:name", httpapi.NeedOwner(false, httpapi.Params("name")), httpapi.Write(core, buildDeleteCatalog, nil, emptyAnswer))
+	g.POST("/schemas", httpapi.NeedOn(fsm.PrivCreateSchema, bodyPath), httpapi.Write(core, buildCreateSchema, nil, schemaAnswer))
+	g.GET("/schemas", httpapi.NeedOn(fsm.PrivUseCatalog, httpapi.Query("catalog_name")), s.listSchemas)
+	g.GET("/schemas/:full_name", httpapi.NeedOn(fsm.PrivUseSchema, httpapi.FullName("full_name")), s.getSchema)
+	g.PATCH("/schemas/:full_name", httpapi.NeedOwner(false, httpapi.FullName("full_name")), httpapi.Write(core, buildUpdateSchema, nil, schemaAnswer))
+	g.DELETE("/schemas/:full_name", httpapi.NeedOwner(false, httpapi.FullName("full_name")), httpapi.Write(core, buildDeleteSchema, nil, emptyAnswer))
+	g.POST("/tables", httpapi.NeedOn(fsm.PrivCreateTable, bodyPath), httpapi.Write(core, buildCreateTable, nil, tableAnswer))
+	g.GET("/tables", httpapi.NeedOn(fsm.PrivUseSchema, httpapi.Query("catalog_name", "schema_name")), s.listTables)
+	g.GET("/tables/:full_name", httpapi.NeedOnTable(fsm.PrivSelect, httpapi.FullName("full_name")), s.getTable)
+	g.DELETE("/tables/:full_name", httpapi.NeedOwner(true, httpapi.FullName("full_name")), httpapi.Write(core, buildDeleteTable, nil, emptyAnswer))
+	g.GET(permissionsPath, permissionsRule, s.getPermissions)
+	g.PATCH(permissionsPath, permissionsRule, httpapi.Write(core, buildUpdatePermissions, nil, permissionsAnswer))
+}
+
+// bodyPath is the container a create names in its body: catalog_name,
+// then schema_name.
+func bodyPath(c echo.Context) ([]string, error) {
+	var b struct {
+		Catalog string `json:"catalog_name"`
+		Schema  string `json:"schema_name"`
+	}
+	if err := httpapi.PeekBody(c, &b); err != nil {
+		return nil, err
+	}
+	path := []string{b.Catalog}
+	if b.Schema != "" {
+		path = append(path, b.Schema)
+	}
+	return path, nil
 }
 
 func catalogAnswer(c echo.Context, res fsm.Result) error {
@@ -212,12 +231,15 @@ func page(c echo.Context, maxAllowed int) (after string, limit int, err error) {
 	return after, limit, nil
 }
 
-// listing renders one page: the items converted, and the token of the
-// next page when this page is full (the token is the last name returned).
-func listing[T, O any](key string, items []T, limit int, name func(T) string, conv func(T) O) map[string]any {
+// listing renders one page: the items the caller may see, converted, and
+// the token of the next page when the page read was full (the token is
+// the last name read, so a page may hold fewer items than asked for).
+func listing[T, O any](key string, items []T, limit int, name func(T) string, keep func(T) bool, conv func(T) O) map[string]any {
 	out := make([]O, 0, len(items))
 	for _, it := range items {
-		out = append(out, conv(it))
+		if keep(it) {
+			out = append(out, conv(it))
+		}
 	}
 	var next *string
 	if limit > 0 && len(items) >= limit {
@@ -239,7 +261,8 @@ func (s *server) listCatalogs(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listing("catalogs", st.Catalogs(after, limit), limit,
-		func(c *fsm.Catalog) string { return c.Name }, toCatalogInfo))
+		func(c *fsm.Catalog) string { return c.Name },
+		func(cat *fsm.Catalog) bool { return s.core.Visible(c, st, false, cat.Name) }, toCatalogInfo))
 }
 
 func (s *server) getCatalog(c echo.Context) error {
@@ -348,7 +371,8 @@ func (s *server) listSchemas(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listing("schemas", st.Schemas(catalog, after, limit), limit,
-		func(s *fsm.Schema) string { return s.Name }, toSchemaInfo))
+		func(s *fsm.Schema) string { return s.Name },
+		func(sc *fsm.Schema) bool { return s.core.Visible(c, st, false, catalog, sc.Name) }, toSchemaInfo))
 }
 
 // splitFullName splits "a.b" or "a.b.c" into n parts.
@@ -426,7 +450,8 @@ func (s *server) listTables(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listing("tables", st.Tables(catalog, schema, after, limit), limit,
-		func(t *fsm.Table) string { return t.Name }, toTableInfo))
+		func(t *fsm.Table) string { return t.Name },
+		func(t *fsm.Table) bool { return s.core.Visible(c, st, true, catalog, schema, t.Name) }, toTableInfo))
 }
 
 func (s *server) getTable(c echo.Context) error {
@@ -461,5 +486,11 @@ func Page(c echo.Context, maxAllowed int) (after string, limit int, err error) {
 
 // Listing renders one page of a UC REST listing under key.
 func Listing[T, O any](key string, items []T, limit int, name func(T) string, conv func(T) O) map[string]any {
-	return listing(key, items, limit, name, conv)
+	return listing(key, items, limit, name, func(T) bool { return true }, conv)
+}
+
+// ListingWhere is Listing showing only the items keep accepts (those the
+// caller may see); paging goes on over the items read.
+func ListingWhere[T, O any](key string, items []T, limit int, name func(T) string, keep func(T) bool, conv func(T) O) map[string]any {
+	return listing(key, items, limit, name, keep, conv)
 }

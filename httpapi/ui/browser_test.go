@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,4 +141,20 @@ func load(t *testing.T, c *catalog, base string) {
 			t.FailNow()
 		}
 	}
+}
+
+// With --auth=token the page asks for nothing it is given in its
+// fragment: loaded as /ui/#token=..., it shows the cluster, and the token
+// is gone from the address bar.
+func TestStatusPageWithAuthInABrowser(t *testing.T) {
+	ctx := browser(t)
+	const admin = "ui-admin-token-0123456789abcdef"
+	nodes := testcluster.Start(t, 3, testcluster.Options{AdminToken: admin})
+	follower := testcluster.Followers(nodes, testcluster.Leader(t, nodes))[0]
+	r := testcluster.Do(t, http.MethodGet, follower.URL+"/ui/api/overview", nil)
+	if r.Status != http.StatusUnauthorized {
+		t.Fatalf("the overview without a token: %d %s", r.Status, r.Raw)
+	}
+	navigate(t, ctx, follower.URL+"/ui/#token="+admin)
+	waitPage(t, ctx, "three members with the token", `rows().length === 3 && leaders().length === 1 && location.hash === ""`)
 }

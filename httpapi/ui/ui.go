@@ -11,8 +11,6 @@ package ui
 import (
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/raftcat/raftcat/clusterapi"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/admin"
@@ -59,9 +57,11 @@ func Register(core *httpapi.Server, src Source, cfg Config) *Server {
 	return s
 }
 
-func (s *Server) routes(e *echo.Group) {
-	e.GET("", redirectToIndex)
-	e.GET("/", serveIndex)
-	e.GET("/static/*", serveStatic)
-	e.GET("/api/overview", s.serveOverview)
+// routes: the page and its static files hold no data and are public; the
+// overview they fetch needs a credential when authentication is on.
+func (s *Server) routes(e *httpapi.Routes) {
+	e.GET("", httpapi.Public(), redirectToIndex)
+	e.GET("/", httpapi.Public(), serveIndex)
+	e.GET("/static/*", httpapi.Public(), serveStatic)
+	e.GET("/api/overview", httpapi.AnyCaller(), s.serveOverview)
 }

@@ -26,6 +26,9 @@ type Client struct {
 	// with an unknown outcome rather than hang on a leader that went
 	// silent (0: 10 s).
 	RetiredWait time.Duration
+	// UpgradeHeader, if set, gives headers the upgrade request carries
+	// (a peer's proof that it belongs to the cluster).
+	UpgradeHeader func() http.Header
 
 	dialer      net.Dialer
 	mu          sync.Mutex
@@ -244,7 +247,11 @@ func (c *Client) upgrade(addr string) (net.Conn, *bufio.Reader, error) {
 		return nil, nil, err
 	}
 	_ = conn.SetDeadline(time.Now().Add(c.dialer.Timeout))
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", Path, addr, protocol)
+	var extra strings.Builder
+	if c.UpgradeHeader != nil {
+		_ = c.UpgradeHeader().Write(&extra)
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s\r\n", Path, addr, protocol, extra.String())
 	br := bufio.NewReaderSize(conn, 64<<10)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

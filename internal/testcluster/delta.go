@@ -14,11 +14,12 @@ func TablePath(catalog, schema, table string) string {
 	return fmt.Sprintf("%s/catalogs/%s/schemas/%s/tables/%s", DeltaBase, catalog, schema, table)
 }
 
-// Stage reserves a managed table and returns the staging answer.
-func Stage(t testing.TB, url, catalog, schema, name string) Response {
+// Stage reserves a managed table and returns the staging answer; headers
+// are sent along (a credential, say).
+func Stage(t testing.TB, url, catalog, schema, name string, headers ...string) Response {
 	t.Helper()
 	r := Do(t, http.MethodPost, fmt.Sprintf("%s%s/catalogs/%s/schemas/%s/staging-tables", url, DeltaBase, catalog, schema),
-		map[string]any{"name": name})
+		map[string]any{"name": name}, headers...)
 	if r.Status != http.StatusOK {
 		t.Fatalf("stage %s: %d %s", name, r.Status, r.Raw)
 	}
@@ -46,12 +47,12 @@ func CreateManagedBody(name string, staging Response) map[string]any {
 }
 
 // CreateManaged stages on stageURL and creates on createURL; it returns
-// the table uuid.
-func CreateManaged(t testing.TB, stageURL, createURL, catalog, schema, name string) string {
+// the table uuid. headers are sent with both requests.
+func CreateManaged(t testing.TB, stageURL, createURL, catalog, schema, name string, headers ...string) string {
 	t.Helper()
-	st := Stage(t, stageURL, catalog, schema, name)
+	st := Stage(t, stageURL, catalog, schema, name, headers...)
 	r := Do(t, http.MethodPost, fmt.Sprintf("%s%s/catalogs/%s/schemas/%s/tables", createURL, DeltaBase, catalog, schema),
-		CreateManagedBody(name, st))
+		CreateManagedBody(name, st), headers...)
 	if r.Status != http.StatusOK {
 		t.Fatalf("create %s: %d %s", name, r.Status, r.Raw)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/raftcat/raftcat/httpapi/protocols"
 	"github.com/raftcat/raftcat/httpapi/sharing"
 	"github.com/raftcat/raftcat/httpapi/ui"
+	"github.com/raftcat/raftcat/internal/auth"
 	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/metrics"
 	"github.com/raftcat/raftcat/storage"
@@ -52,6 +53,10 @@ type Node struct {
 	sharingURLTTL  time.Duration
 	blobOptions    storage.BlobOptions
 	followerReads  bool
+	adminToken     string
+	oidc           *auth.OIDC
+	audit          io.Writer
+	stopBootstrap  func()
 }
 
 // Options tune a test cluster.
@@ -89,6 +94,14 @@ type Options struct {
 	LogStore string
 	// Logger, if set, gives each node its logger (by node id).
 	Logger func(id string) *slog.Logger
+	// AdminToken, if set, runs the nodes with --auth=token and this
+	// admin token (the cluster key derived from it); the admin principal
+	// exists once Start returns.
+	AdminToken string
+	// OIDC, if set, is an external identity provider the nodes accept.
+	OIDC *auth.OIDC
+	// Audit, if set, receives the nodes' audit logs (by node id).
+	Audit func(id string) io.Writer
 }
 
 // Placement tunes the leadership placement policy for a test.
@@ -122,6 +135,14 @@ func Start(t testing.TB, n int, opts Options) []*Node {
 		}
 	})
 	WaitReady(t, nodes...)
+	if opts.AdminToken != "" {
+		for _, nd := range nodes {
+			WaitFor(t, 30*time.Second, nd.ID()+" knows the admin", func() bool {
+				st, _ := nd.StaleState()
+				return st.HasAdmin() && len(st.AuthSigningKeys()) > 0
+			})
+		}
+	}
 	return nodes
 }
 
@@ -144,7 +165,10 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 	t.Helper()
 	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials,
 		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects, followerReads: opts.FollowerReads,
-		recent: logging.NewRecent(0)}
+		recent: logging.NewRecent(0), adminToken: opts.AdminToken, oidc: opts.OIDC}
+	if opts.Audit != nil {
+		nd.audit = opts.Audit(id)
+	}
 	nd.cfg = cluster.Config{NodeID: id, DataDir: nd.Dir,
 		RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0", Join: join, BootstrapExpect: expect,
 		StorageRoot: "file://" + nd.Dir + "/warehouse", HeartbeatTimeout: opts.Heartbeat,
@@ -196,16 +220,39 @@ func (nd *Node) start() error {
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.objects = storage.NewBlobs(nd.blobOptions)
 	objects := storage.Instrumented(nd.objects, reg)
-	nd.api = httpapi.New(node, httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg,
-		FollowerReads: nd.followerReads})
+	hc := httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg,
+		FollowerReads: nd.followerReads, Audit: nd.audit}
+	if err := nd.authConfig(&hc); err != nil {
+		ln.Close()
+		_ = node.Shutdown()
+		return err
+	}
+	nd.api = httpapi.New(node, hc)
 	protocols.Mount(nd.api, node, protocols.Config{Admin: admin.Config{Metrics: metrics.Handler(reg, cluster.Version, nd.cfg.Logger)},
 		Delta:   deltaapi.Config{Credentials: nd.creds, Objects: objects},
 		Iceberg: iceberg.Config{Objects: nd.icebergStore(objects), Credentials: nd.creds},
 		Sharing: sharing.Config{Objects: objects, URLTTL: nd.sharingURLTTL},
-		Lance:   lance.Config{Objects: objects}, UI: ui.Config{Recent: nd.recent}})
+		Lance:   lance.Config{Objects: objects, Credentials: nd.creds}, UI: ui.Config{Recent: nd.recent}})
 	nd.srv = nd.api.HTTPServer()
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
+	if nd.adminToken != "" {
+		nd.stopBootstrap = nd.api.StartBootstrap(nd.adminToken)
+	}
+	return nil
+}
+
+// authConfig sets the authentication of a node started with an admin
+// token.
+func (nd *Node) authConfig(hc *httpapi.Config) error {
+	if nd.adminToken == "" {
+		return nil
+	}
+	a, err := auth.New(auth.Config{Mode: auth.ModeToken, AdminToken: nd.adminToken, OIDC: nd.oidc})
+	if err != nil {
+		return err
+	}
+	hc.Auth, hc.Peer = a, auth.NewPeer(auth.DeriveClusterKey(nd.adminToken))
 	return nil
 }
 
@@ -223,6 +270,9 @@ func (nd *Node) Stop() {
 		return
 	}
 	nd.up = false
+	if nd.stopBootstrap != nil {
+		nd.stopBootstrap()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = nd.api.Shutdown(ctx, nd.srv)
@@ -246,6 +296,9 @@ func (nd *Node) Up() bool { return nd.up }
 
 // Routes lists every route the node serves.
 func (nd *Node) Routes() []*echo.Route { return nd.api.Routes() }
+
+// RuleKind names the access rule a route was registered with ("": none).
+func (nd *Node) RuleKind(method, path string) string { return nd.api.RuleKind(method, path) }
 
 // MarkStopped records that the node stopped by itself (it left the
 // cluster): Stop and Restart then treat it as down.

@@ -17,9 +17,29 @@
 
   // ---- polling ----
 
+  // A node run with --auth=token wants a credential: an API token given
+  // in the page's fragment (#token=...) or typed in when asked, kept for
+  // this tab only.
+  const TOKEN_KEY = "raftcat-token";
+  function token() {
+    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+    if (m) {
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  }
+
   async function refresh() {
     try {
-      const resp = await fetch("api/overview", { cache: "no-store", headers: { Accept: "application/json" } });
+      const headers = { Accept: "application/json" };
+      if (token()) headers.Authorization = "Bearer " + token();
+      const resp = await fetch("api/overview", { cache: "no-store", headers });
+      if (resp.status === 401) {
+        const typed = window.prompt("This node needs an API token (raftcat auth token create):", "");
+        if (typed) sessionStorage.setItem(TOKEN_KEY, typed.trim());
+        throw new Error("HTTP 401: a token is needed");
+      }
       if (!resp.ok) throw new Error("HTTP " + resp.status);
       latest = await resp.json();
       render(latest);
