@@ -52,7 +52,21 @@ type Config struct {
 	// Iceberg REST API, alternating with the Delta one ("" or "delta":
 	// Delta only).
 	Protocol string
+	// Auth is how a started cluster authenticates: "none" (or empty), or
+	// "token": every node runs with --auth=token, its admin token being
+	// Token or a random one, and every request carries it.
+	Auth string
+	// Token is sent as Authorization: Bearer to the cluster at URLs (and
+	// is the admin token of a cluster started with Auth "token").
+	Token string
+	// AgainstAuthOff also starts a cluster without authentication and
+	// runs the workload on it, alternating with the cluster with it (Auth
+	// must be "token"): what authentication costs.
+	AgainstAuthOff bool
 }
+
+// AuthToken is the Auth of a cluster whose API needs a token.
+const AuthToken = "token"
 
 // Report is the machine-readable result of one bench run.
 type Report struct {
@@ -101,6 +115,19 @@ type Report struct {
 	IcebergP50Ratio        float64   `json:"iceberg_p50_ratio,omitempty"`
 	IcebergP99Ratio        float64   `json:"iceberg_p99_ratio,omitempty"`
 	IcebergRoundRatios     []float64 `json:"iceberg_round_throughput_ratios,omitempty"`
+	// Auth is token when raftcat's requests carried a token (its started
+	// cluster ran with --auth=token), else none. Against a cluster without
+	// authentication (AgainstAuthOff), AuthOff is its result and the auth
+	// ratios are raftcat's (authentication on) commits/s and latencies
+	// over its, overall and by round; AuthOffBreakdown is its commits'
+	// breakdown, beside Breakdown.
+	Auth                string    `json:"auth"`
+	AuthOff             *Result   `json:"auth_off,omitempty"`
+	AuthThroughputRatio float64   `json:"auth_throughput_ratio,omitempty"`
+	AuthP50Ratio        float64   `json:"auth_p50_ratio,omitempty"`
+	AuthP99Ratio        float64   `json:"auth_p99_ratio,omitempty"`
+	AuthRoundRatios     []float64 `json:"auth_round_throughput_ratios,omitempty"`
+	AuthOffBreakdown    []Stage   `json:"auth_off_breakdown,omitempty"`
 }
 
 // system is one store the workload can run against.
@@ -199,6 +226,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" {
 		return Report{}, fmt.Errorf("bench: unknown protocol %q (delta or iceberg)", cfg.Protocol)
 	}
+	if err := cfg.checkAuth(); err != nil {
+		return Report{}, err
+	}
 	cfg.Rounds = max(cfg.Rounds, 1)
 	rep := Report{StartedAt: time.Now().UTC(), Tables: cfg.Tables, Clients: cfg.Clients, Target: "spread",
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), CPUs: runtime.NumCPU(), ServeFlags: cfg.ServeFlags,
@@ -242,7 +272,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		return rep, err
 	}
 	runs = append(runs, &systemRun{sys: rc})
-	etcdAt, pgAt, iceAt := -1, -1, -1
+	rep.Auth = rc.authName()
+	etcdAt, pgAt, iceAt, offAt := -1, -1, -1, -1
 	if cfg.AgainstEtcd {
 		et, err := startEtcd(ctx, cfg, filepath.Join(cfg.Dir, "etcd"), log)
 		if err != nil {
@@ -261,13 +292,22 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if cfg.Protocol == "iceberg" {
 		iceAt, runs = len(runs), append(runs, &systemRun{sys: &icebergSystem{rc: rc}})
 	}
+	var off *raftcatSystem
+	if cfg.AgainstAuthOff {
+		offCfg := cfg
+		offCfg.Auth, offCfg.Token = "none", ""
+		if off, err = startRaftcat(ctx, offCfg, "auth-off", log); err != nil {
+			return rep, err
+		}
+		offAt, runs = len(runs), append(runs, &systemRun{sys: off})
+	}
 	for _, r := range runs {
 		if err := r.prepare(ctx, cfg, log); err != nil {
 			return rep, err
 		}
 	}
 	rep.LeaderURL = rc.leaderTarget
-	before := breakdownStart(ctx, cfg, rc, log)
+	before, beforeOff := breakdownStart(ctx, cfg, rc, log), breakdownStart(ctx, cfg, off, log)
 	for round := 1; round <= cfg.Rounds; round++ {
 		rates := make([]float64, len(runs))
 		for i, r := range runs {
@@ -287,11 +327,15 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		if cfg.Rounds > 1 && iceAt > 0 {
 			rep.IcebergRoundRatios = append(rep.IcebergRoundRatios, ratio(rates[iceAt], rates[0]))
 		}
+		if cfg.Rounds > 1 && offAt > 0 {
+			rep.AuthRoundRatios = append(rep.AuthRoundRatios, ratio(rates[0], rates[offAt]))
+		}
 	}
 	for _, r := range runs {
 		r.closeClients()
 	}
 	rep.Breakdown = breakdownEnd(ctx, rc, before, log) // before verification reads the tables
+	rep.AuthOffBreakdown = breakdownEnd(ctx, off, beforeOff, log)
 	results := make([]Result, len(runs))
 	for i, r := range runs {
 		if results[i], err = r.result(ctx, cfg, log); err != nil {
@@ -321,7 +365,29 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		rep.IcebergP99Ratio = ratio(ice.Latency.P99, r.Latency.P99)
 		rep.IcebergP50Ratio = ratio(ice.Latency.P50, r.Latency.P50)
 	}
+	if offAt > 0 {
+		o := results[offAt]
+		rep.AuthOff = &results[offAt]
+		rep.AuthThroughputRatio = ratio(r.CommitsPerSec, o.CommitsPerSec)
+		rep.AuthP99Ratio = ratio(r.Latency.P99, o.Latency.P99)
+		rep.AuthP50Ratio = ratio(r.Latency.P50, o.Latency.P50)
+	}
 	return rep, nil
+}
+
+// checkAuth checks the authentication settings.
+func (cfg *Config) checkAuth() error {
+	switch {
+	case cfg.Auth != "" && cfg.Auth != "none" && cfg.Auth != AuthToken:
+		return fmt.Errorf("bench: unknown auth %q (none or token)", cfg.Auth)
+	case cfg.AgainstAuthOff && cfg.Auth != AuthToken:
+		return errors.New("bench: the comparison with authentication off needs the cluster with it (auth token)")
+	case cfg.AgainstAuthOff && len(cfg.URLs) > 0:
+		return errors.New("bench: the comparison with authentication off starts both clusters; it does not take URLs")
+	case cfg.AgainstAuthOff && cfg.Protocol != "delta":
+		return errors.New("bench: the comparison with authentication off runs the Delta workload only")
+	}
+	return nil
 }
 
 func ratio(a, b float64) float64 {

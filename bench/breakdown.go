@@ -61,11 +61,11 @@ var commitStages = []stageDef{
 // metricsSnapshot is every node's metrics at one moment.
 type metricsSnapshot []map[string]*dto.MetricFamily
 
-// scrapeAll reads /metrics from every node.
-func scrapeAll(ctx context.Context, urls []string) (metricsSnapshot, error) {
+// scrapeAll reads /metrics from every node with client c.
+func scrapeAll(ctx context.Context, c *http.Client, urls []string) (metricsSnapshot, error) {
 	out := make(metricsSnapshot, len(urls))
 	for i, u := range urls {
-		fams, err := scrape(ctx, u)
+		fams, err := scrape(ctx, c, u)
 		if err != nil {
 			return nil, err
 		}
@@ -74,14 +74,14 @@ func scrapeAll(ctx context.Context, urls []string) (metricsSnapshot, error) {
 	return out, nil
 }
 
-func scrape(ctx context.Context, base string) (map[string]*dto.MetricFamily, error) {
+func scrape(ctx context.Context, c *http.Client, base string) (map[string]*dto.MetricFamily, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", base, err)
 	}
@@ -131,11 +131,23 @@ func (d stageDef) total(snap metricsSnapshot) (sum, count float64) {
 	return sum, count
 }
 
-// writeBreakdown prints the stages as a table.
-func writeBreakdown(w io.Writer, stages []Stage) {
-	fmt.Fprintf(w, "  %-50s %9s %9s\n", "where a commit's time goes (nodes' metrics)", "mean ms", "count")
-	for _, s := range stages {
+// writeBreakdown prints the stages as a table; with off (the same
+// stages on the cluster without authentication), side by side.
+func writeBreakdown(w io.Writer, stages, off []Stage) {
+	if len(off) != len(stages) {
+		off = nil
+	}
+	title := "where a commit's time goes (nodes' metrics)"
+	if off == nil {
+		fmt.Fprintf(w, "  %-50s %9s %9s\n", title, "mean ms", "count")
+	} else {
+		fmt.Fprintf(w, "  %-50s %9s %9s %9s\n", title, "auth on", "auth off", "count")
+	}
+	for i, s := range stages {
 		line := fmt.Sprintf("  %-50s %9.3f %9.0f", s.Name, s.MeanMs, s.Count)
+		if off != nil {
+			line = fmt.Sprintf("  %-50s %9.3f %9.3f %9.0f", s.Name, s.MeanMs, off[i].MeanMs, s.Count)
+		}
 		if s.Note != "" {
 			line += "  (" + s.Note + ")"
 		}
@@ -144,13 +156,13 @@ func writeBreakdown(w io.Writer, stages []Stage) {
 }
 
 // breakdownStart scrapes the raftcat nodes before the rounds; nil when
-// there is no breakdown to take (another protocol shares the cluster, or
-// the nodes serve no metrics).
+// there is no breakdown to take (no cluster, another protocol shares the
+// cluster, or the nodes serve no metrics).
 func breakdownStart(ctx context.Context, cfg Config, rc *raftcatSystem, log io.Writer) metricsSnapshot {
-	if cfg.Protocol != "" && cfg.Protocol != "delta" {
+	if rc == nil || (cfg.Protocol != "" && cfg.Protocol != "delta") {
 		return nil
 	}
-	snap, err := scrapeAll(ctx, rc.urls)
+	snap, err := scrapeAll(ctx, rc.http, rc.urls)
 	if err != nil {
 		fmt.Fprintf(log, "bench: no breakdown of the commit path: %v\n", err)
 		return nil
@@ -163,7 +175,7 @@ func breakdownEnd(ctx context.Context, rc *raftcatSystem, before metricsSnapshot
 	if before == nil {
 		return nil
 	}
-	after, err := scrapeAll(ctx, rc.urls)
+	after, err := scrapeAll(ctx, rc.http, rc.urls)
 	if err != nil {
 		fmt.Fprintf(log, "bench: no breakdown of the commit path: %v\n", err)
 		return nil

@@ -19,6 +19,7 @@ import (
 type connClient struct {
 	timeout   time.Duration // of one exchange
 	idleLimit time.Duration // see connIdleLimit
+	token     bearer        // sent with every request
 	conn      net.Conn
 	host      string
 	br        *bufio.Reader
@@ -32,8 +33,8 @@ type connClient struct {
 // between rounds, while the other systems run.
 const connIdleLimit = 2 * time.Second
 
-func newConnClient() *connClient {
-	return &connClient{timeout: 30 * time.Second, idleLimit: connIdleLimit}
+func newConnClient(token bearer) *connClient {
+	return &connClient{timeout: 30 * time.Second, idleLimit: connIdleLimit, token: token}
 }
 
 // send is raftcatSystem.send on this writer's connection.
@@ -47,6 +48,7 @@ func (c *connClient) send(ctx context.Context, method, url string, body io.Reade
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	c.token.authorize(req.Header)
 	reused, err := c.connect(ctx, req.URL.Host)
 	if err != nil {
 		return 0, nil, err

@@ -35,6 +35,8 @@ type LanceConfig struct {
 	Dir        string   // the started cluster's data and the warehouse (default: a temporary one)
 	ServeFlags []string // extra `raftcat serve` flags for a started cluster
 	Leader     bool     // send every request to the leader instead of spreading over the nodes
+	Auth       string   // a started cluster's authentication: none (or empty) or token (see Config.Auth)
+	Token      string   // sent as a bearer token (see Config.Token)
 
 	// Tables is how many tables the version/create clients commit to
 	// (client i writes table i mod Tables); the batch-commit clients
@@ -58,6 +60,7 @@ type LanceReport struct {
 	Protocol  string    `json:"protocol"` // lance
 	Target    string    `json:"target"`   // spread or leader
 	Nodes     int       `json:"nodes"`
+	Auth      string    `json:"auth"` // token when the requests carried one, else none
 	// LeaderURL is the node that passed the leader check (GET
 	// /readyz?leader): Lance requests sent to another node are relayed
 	// to it.
@@ -137,7 +140,8 @@ func RunLance(ctx context.Context, cfg LanceConfig, log io.Writer) (LanceReport,
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return rep, err
 	}
-	rc, err := openRaftcat(ctx, Config{URLs: cfg.URLs, Bin: cfg.Bin, Dir: cfg.Dir, ServeFlags: cfg.ServeFlags, Leader: cfg.Leader}, log)
+	rc, err := openRaftcat(ctx, Config{URLs: cfg.URLs, Bin: cfg.Bin, Dir: cfg.Dir, ServeFlags: cfg.ServeFlags, Leader: cfg.Leader,
+		Auth: cfg.Auth, Token: cfg.Token}, log)
 	if err != nil {
 		return rep, err
 	}
@@ -146,7 +150,7 @@ func RunLance(ctx context.Context, cfg LanceConfig, log io.Writer) (LanceReport,
 	if err != nil {
 		return rep, err
 	}
-	rep.Nodes = len(rc.urls)
+	rep.Nodes, rep.Auth = len(rc.urls), rc.authName()
 	if u, err := rc.leaderURL(ctx, 10*time.Second); err == nil {
 		rep.LeaderURL = u
 	} else {
@@ -397,7 +401,7 @@ func (s *lanceSystem) prepareTables(ctx context.Context, ln *lanceSetup, targets
 	s.acked = make(tableCounts, len(s.tables))
 	for i := range clients {
 		g := i % groups
-		w := &lanceWriter{s: s, conn: newConnClient(), base: targets[i%len(targets)], id: i, tables: s.tables[g*per : (g+1)*per]}
+		w := &lanceWriter{s: s, conn: newConnClient(s.rc.token), base: targets[i%len(targets)], id: i, tables: s.tables[g*per : (g+1)*per]}
 		for k := range w.tables {
 			w.acked = append(w.acked, &s.acked[g*per+k])
 			w.latest = append(w.latest, -1)

@@ -62,8 +62,9 @@ func checkLanceReport(t *testing.T, rep LanceReport, log string) {
 // RunLance end to end at a tiny size against three real node processes
 // (one build of raftcat for both runs):
 //
-//   - started: the cluster RunLance starts, with more clients than
-//     tables, so that writers conflict and retry;
+//   - started: the cluster RunLance starts, with authentication on (every
+//     request carrying its admin token) and more clients than tables, so
+//     that writers conflict and retry;
 //   - urls: a cluster given by URL, twice in the same directory, the
 //     second time to the leader: the second run replaces the tables the
 //     first declared and starts them afresh.
@@ -78,13 +79,13 @@ func TestRunLance(t *testing.T) {
 		defer cancel()
 		var log strings.Builder
 		cfg := LanceConfig{Bin: bin, Dir: filepath.Join(dir, "started"), Tables: 2, Batch: 3, Clients: 4,
-			Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}
+			Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Auth: AuthToken}
 		rep, err := RunLance(ctx, cfg, &log)
 		if err != nil {
 			t.Fatalf("RunLance: %v\n%s", err, log.String())
 		}
 		checkLanceReport(t, rep, log.String())
-		if rep.Nodes != 3 || rep.LeaderURL == "" || rep.BatchGroups != 2 || rep.Rounds != 1 || rep.Clients != 4 ||
+		if rep.Nodes != 3 || rep.Auth != AuthToken || rep.LeaderURL == "" || rep.BatchGroups != 2 || rep.Rounds != 1 || rep.Clients != 4 ||
 			!strings.HasPrefix(rep.Warehouse, "file:///") {
 			t.Fatalf("report %+v\n%s", rep, log.String())
 		}

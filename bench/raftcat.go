@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,39 +23,68 @@ const tablesPath = "/api/2.1/unity-catalog/delta/v1/catalogs/unity/schemas/defau
 
 // raftcatSystem drives the Delta API of a cluster.
 type raftcatSystem struct {
+	label  string // its name in the results: raftcat, or auth-off
 	urls   []string
 	tables []string // URLs of the workload's tables
 	acked  tableCounts
 	leader bool
 	// leaderTarget is the node every request went to with --target leader.
 	leaderTarget string
+	token        bearer // sent with every request
 	http         *http.Client
 	cluster      *localcluster.Cluster // nil for a cluster given by URL
 }
 
+// openRaftcat opens the cluster at cfg.URLs, or starts one.
 func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem, error) {
-	s := &raftcatSystem{urls: cfg.URLs, leader: cfg.Leader, http: &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute},
-	}}
-	if len(s.urls) == 0 {
-		fmt.Fprintf(log, "bench: starting a three-node raftcat cluster in %s\n", cfg.Dir)
-		cl, err := localcluster.Start(ctx, localcluster.Options{Bin: cfg.Bin, Dir: cfg.Dir + "/raftcat", Nodes: 3, Flags: cfg.ServeFlags})
-		if err != nil {
-			return nil, err
-		}
-		s.cluster, s.urls = cl, cl.URLs()
-		fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
-		if u, err := s.leaderURL(ctx, 0); err == nil {
-			fmt.Fprintf(log, "bench: leader %s\n", u)
-		}
-	} else if err := localcluster.WaitReady(ctx, s.urls); err != nil {
+	return startRaftcat(ctx, cfg, "raftcat", log)
+}
+
+// startRaftcat opens the cluster at cfg.URLs, sending it cfg.Token, or
+// starts three nodes in the directory label under cfg.Dir: with
+// cfg.Auth "token", with authentication on and cfg.Token (or a random
+// token) as the admin token that every request then carries.
+func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) (*raftcatSystem, error) {
+	s := &raftcatSystem{label: label, urls: cfg.URLs, leader: cfg.Leader}
+	opts := localcluster.Options{Bin: cfg.Bin, Dir: filepath.Join(cfg.Dir, label), Nodes: 3, Flags: cfg.ServeFlags}
+	switch {
+	case len(s.urls) > 0:
+		s.token = bearer(cfg.Token)
+	case cfg.Auth == AuthToken:
+		opts.AdminToken = cmp.Or(cfg.Token, localcluster.NewToken())
+		s.token = bearer(opts.AdminToken)
+	}
+	s.http = &http.Client{Timeout: 30 * time.Second, Transport: s.token.transport(
+		&http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute})}
+	if len(s.urls) > 0 {
+		return s, localcluster.WaitReady(ctx, s.urls)
+	}
+	auth := ""
+	if opts.AdminToken != "" {
+		auth = fmt.Sprintf(" with authentication on (admin token in %s)", filepath.Join(opts.Dir, localcluster.AdminTokenFile))
+	}
+	fmt.Fprintf(log, "bench: starting a three-node raftcat cluster in %s%s\n", opts.Dir, auth)
+	cl, err := localcluster.Start(ctx, opts)
+	if err != nil {
 		return nil, err
+	}
+	s.cluster, s.urls = cl, cl.URLs()
+	fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
+	if u, err := s.leaderURL(ctx, 0); err == nil {
+		fmt.Fprintf(log, "bench: leader %s\n", u)
 	}
 	return s, nil
 }
 
-func (s *raftcatSystem) name() string { return "raftcat" }
+func (s *raftcatSystem) name() string { return s.label }
+
+// authName is how the requests authenticated: token or none.
+func (s *raftcatSystem) authName() string {
+	if s.token != "" {
+		return AuthToken
+	}
+	return "none"
+}
 
 func (s *raftcatSystem) verify(ctx context.Context, f inFlight) error {
 	return s.acked.check(func(t int) (int64, error) {
@@ -195,7 +226,7 @@ func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]com
 	out := make([]committer, clients)
 	for i := range out {
 		t := i % tables
-		out[i] = &deltaWriter{s: s, conn: newConnClient(), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
+		out[i] = &deltaWriter{s: s, conn: newConnClient(s.token), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
 	}
 	return out, nil
 }

@@ -136,7 +136,10 @@ func (rep Report) Text() string {
 		s = fmt.Sprintf("%d clients over %d tables (%s), %d rounds of %.0f s measured after %.0f s warm-up each, %d CPUs\n",
 			rep.Clients, rep.Tables, rep.Target, rep.Rounds, rep.DurationS, rep.WarmupS, rep.CPUs)
 	}
-	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg}
+	if rep.Auth == "token" {
+		s = strings.TrimSuffix(s, "\n") + ", authentication on (every request with a token)\n"
+	}
+	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.AuthOff}
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.Line() + "\n"
@@ -158,13 +161,18 @@ func (rep Report) Text() string {
 	}
 	if len(rep.Breakdown) > 0 {
 		var b strings.Builder
-		writeBreakdown(&b, rep.Breakdown)
+		writeBreakdown(&b, rep.Breakdown, rep.AuthOffBreakdown)
 		s += b.String()
 	}
 	if rep.Iceberg != nil {
 		s += fmt.Sprintf("iceberg/delta: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
 			rep.IcebergThroughputRatio, rep.IcebergP50Ratio, rep.IcebergP99Ratio)
 		s += byRound("iceberg/delta throughput ratio by round:", rep.IcebergRoundRatios)
+	}
+	if rep.AuthOff != nil {
+		s += fmt.Sprintf("auth on/auth off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
+			rep.AuthThroughputRatio, rep.AuthP50Ratio, rep.AuthP99Ratio)
+		s += byRound("auth on/auth off throughput ratio by round:", rep.AuthRoundRatios)
 	}
 	return s
 }

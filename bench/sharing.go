@@ -31,6 +31,8 @@ type SharingConfig struct {
 	Dir        string   // the started cluster's data and the generated tables (default: a temporary one)
 	ServeFlags []string // extra `raftcat serve` flags for a started cluster
 	Leader     bool     // send every query to the leader instead of spreading over the nodes
+	Auth       string   // a started cluster's authentication: none (or empty) or token (see Config.Auth)
+	Token      string   // sent as a bearer token (see Config.Token)
 
 	// The generated table: version 0 (protocol and metaData), then
 	// Commits commits of FilesPerCommit added files each; file i has
@@ -59,6 +61,7 @@ type SharingReport struct {
 	Protocol   string           `json:"protocol"` // sharing
 	Target     string           `json:"target"`   // spread or leader
 	Nodes      int              `json:"nodes"`
+	Auth       string           `json:"auth"` // token when the provider's requests carried one, else none
 	LeaderURL  string           `json:"leader_url,omitempty"`
 	CPUs       int              `json:"cpus"`
 	ServeFlags []string         `json:"serve_flags,omitempty"`
@@ -154,7 +157,8 @@ func RunSharing(ctx context.Context, cfg SharingConfig, log io.Writer) (SharingR
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return rep, err
 	}
-	rc, err := openRaftcat(ctx, Config{URLs: cfg.URLs, Bin: cfg.Bin, Dir: cfg.Dir, ServeFlags: cfg.ServeFlags, Leader: cfg.Leader}, log)
+	rc, err := openRaftcat(ctx, Config{URLs: cfg.URLs, Bin: cfg.Bin, Dir: cfg.Dir, ServeFlags: cfg.ServeFlags, Leader: cfg.Leader,
+		Auth: cfg.Auth, Token: cfg.Token}, log)
 	if err != nil {
 		return rep, err
 	}
@@ -163,7 +167,7 @@ func RunSharing(ctx context.Context, cfg SharingConfig, log io.Writer) (SharingR
 	if err != nil {
 		return rep, err
 	}
-	rep.Nodes = len(rc.urls)
+	rep.Nodes, rep.Auth = len(rc.urls), rc.authName()
 	// Only to split latencies by the node a query went to: a cluster
 	// without the leader check is measured all the same.
 	if u, err := rc.leaderURL(ctx, 10*time.Second); err == nil {

@@ -89,8 +89,9 @@ func TestSharingScanAnswer(t *testing.T) {
 }
 
 // RunSharing end to end at a tiny size against three real node
-// processes: every kind is measured, and every answer held the files the
-// table has.
+// processes with authentication on: the provider's requests carry the
+// admin token, the recipient's queries its own; every kind is measured,
+// and every answer held the files the table has.
 func TestRunSharingSmall(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "raftcat")
@@ -101,12 +102,12 @@ func TestRunSharingSmall(t *testing.T) {
 	defer cancel()
 	var log strings.Builder
 	cfg := SharingConfig{Bin: bin, Dir: filepath.Join(dir, "run"), Commits: 2, FilesPerCommit: 50, Partitions: 7,
-		Tables: 2, Clients: 3, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, MaxFiles: 30}
+		Tables: 2, Clients: 3, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, MaxFiles: 30, Auth: AuthToken}
 	rep, err := RunSharing(ctx, cfg, &log)
 	if err != nil {
 		t.Fatalf("RunSharing: %v\n%s", err, log.String())
 	}
-	if !rep.Verified || rep.Table.Files != 100 || rep.Nodes != 3 || rep.LeaderURL == "" || rep.Table.LogBytes <= 0 {
+	if !rep.Verified || rep.Auth != AuthToken || rep.Table.Files != 100 || rep.Nodes != 3 || rep.LeaderURL == "" || rep.Table.LogBytes <= 0 {
 		t.Fatalf("report %+v\n%s", rep, log.String())
 	}
 	want := map[string][2]int{"cold": {100, 100}, "cached": {100, 100}, "cached_concurrent": {100, 100},

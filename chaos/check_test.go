@@ -98,6 +98,29 @@ func TestCheckFlagsDoctoredHistories(t *testing.T) {
 	}
 }
 
+// A commit refused before the table was looked at (not authenticated,
+// not allowed, throttled) says nothing of its version; a refusal that
+// claims to have looked (404 for a table that exists) hides a commit.
+func TestRefusalsBeforeTheTableAreNeutral(t *testing.T) {
+	for _, status := range []int{401, 403, 429} {
+		ops := h{
+			commit(0, "t", 1, "a1", 0, 1, OutcomeFail, status),
+			commit(0, "t", 1, "a1", 2, 3, OutcomeOK, 200),
+			final("t", 1, map[int64]string{1: "a1"}),
+		}
+		if res := Check(ops, 10*time.Second); !res.OK() {
+			t.Errorf("a %d refusal of the next version flagged: %v", status, res.Violations)
+		}
+	}
+	hidden := h{
+		commit(0, "t", 1, "a1", 0, 1, OutcomeFail, 404),
+		final("t", 0, nil),
+	}
+	if res := Check(hidden, 10*time.Second); res.Linearizable {
+		t.Error("a 404 refusal of the next version passed")
+	}
+}
+
 func TestEtagUpdatesAreChecked(t *testing.T) {
 	ok := h{
 		{Client: 0, Table: "t", Op: OpLoad, ETag: "e1", InvokeNs: 0, CompleteNs: 1, Outcome: OutcomeOK},

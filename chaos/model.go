@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -89,12 +90,19 @@ func stepCommit(s tableState, op Op) (bool, tableState) {
 		case 400: // not the next version
 			return v > next || v < 1, s
 		}
-		return v != next || op.Status == 429, s // other refusals must not hide a commit
+		return v != next || refusedUnseen(op.Status), s // other refusals must not hide a commit
 	}
 	if v == next { // unknown outcome: linearized as applied; at the end it is as if it never was
 		return true, s.withCommit(op.FileName)
 	}
 	return true, s
+}
+
+// refusedUnseen reports whether a refusal came before the table was
+// looked at: the caller was not authenticated (401) or not allowed (403),
+// or sent too much (429). Such a refusal says nothing of the versions.
+func refusedUnseen(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests
 }
 
 // stepIcebergCommit is the Iceberg commit: add the snapshot as the next
@@ -107,7 +115,7 @@ func stepIcebergCommit(s tableState, op Op) (bool, tableState) {
 	case OutcomeOK:
 		return applies, s.withCommit(op.FileName)
 	case OutcomeFail: // 409: the base is stale; other refusals must not hide a commit
-		return !applies || op.Status == 429, s
+		return !applies || refusedUnseen(op.Status), s
 	}
 	if applies { // unknown outcome: linearized as applied; at the end it is as if it never was
 		return true, s.withCommit(op.FileName)

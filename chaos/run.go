@@ -13,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/raftcat/raftcat/internal/localcluster"
 )
 
 // Config is one chaos run against a local cluster.
@@ -38,7 +40,19 @@ type Config struct {
 	// empty), "iceberg" or "transactions" (each of Tables is then a group
 	// of a Delta, an Iceberg and a Lance table written together).
 	Protocol string
+	// Auth is how the cluster the drill starts authenticates: "none" (or
+	// empty) or "token": every node runs with --auth=token, the admin
+	// token being Token or, without one, a random token the drill makes.
+	Auth string
+	// Token is the API token every request of the drill sends as
+	// Authorization: Bearer, against the compose cluster or a started
+	// cluster with Auth "token"; a cluster started without authentication
+	// is sent none.
+	Token string
 }
+
+// AuthToken is the Auth of a cluster that needs a token.
+const AuthToken = "token"
 
 // runner is one client of the workload.
 type runner interface {
@@ -60,14 +74,18 @@ type Fault struct {
 // Summary is what a run found; it is written as summary.json.
 type Summary struct {
 	Result
-	Faults                 []Fault `json:"faults"`
-	Converged              bool    `json:"converged"`
-	LongestUnavailableMs   int64   `json:"longest_unavailability_ms"`
-	Seed                   uint64  `json:"seed"`
-	DurationMs             int64   `json:"duration_ms"`
-	Nodes                  int     `json:"nodes"`
-	Protocol               string  `json:"protocol"`
-	FaultKindsNotAvailable string  `json:"fault_kinds_not_available,omitempty"`
+	Faults               []Fault `json:"faults"`
+	Converged            bool    `json:"converged"`
+	LongestUnavailableMs int64   `json:"longest_unavailability_ms"`
+	Seed                 uint64  `json:"seed"`
+	DurationMs           int64   `json:"duration_ms"`
+	Nodes                int     `json:"nodes"`
+	Protocol             string  `json:"protocol"`
+	Auth                 string  `json:"auth"` // token when the drill's requests carried a token, else none
+	// Unauthenticated counts the 401 answers to requests that carried the
+	// drill's token: a node that could not verify a valid token.
+	Unauthenticated        int    `json:"unauthenticated,omitempty"`
+	FaultKindsNotAvailable string `json:"fault_kinds_not_available,omitempty"`
 }
 
 // Run starts a cluster, runs the workload under faults, heals, checks.
@@ -79,6 +97,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 		// The Lance staging manifests are written into the warehouse, which
 		// the compose cluster keeps in a docker volume.
 		return Summary{}, fmt.Errorf("--protocol transactions needs a local cluster: it writes Lance staging manifests into the warehouse")
+	}
+	if err := resolveAuth(&cfg); err != nil {
+		return Summary{}, err
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
@@ -114,7 +135,10 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	wg.Wait()
 
 	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
-		Protocol: protocolName(cfg.Protocol), FaultKindsNotAvailable: missing}
+		Protocol: protocolName(cfg.Protocol), Auth: "none", FaultKindsNotAvailable: missing}
+	if cfg.Token != "" {
+		sum.Auth = AuthToken
+	}
 	healCtx, cancelHeal := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelHeal()
 	if err := cl.WaitReady(healCtx); err != nil {
@@ -128,8 +152,30 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 		sum.Violations = append(sum.Violations, "replicas did not converge to the same state digest")
 	}
 	sum.LongestUnavailableMs = longestGap(ops)
+	if cfg.Token != "" {
+		sum.Unauthenticated = countStatus(ops, http.StatusUnauthorized)
+	}
 	recoveries(sum.Faults, ops)
 	return sum, writeOutputs(cfg.Out, ops, sum)
+}
+
+// resolveAuth settles the token the drill sends, and sets it for every
+// request: the given one against the compose cluster; for a started
+// cluster with authentication, the given one or a new one, which becomes
+// its admin token; none for a started cluster without.
+func resolveAuth(cfg *Config) error {
+	switch {
+	case cfg.Auth != "" && cfg.Auth != "none" && cfg.Auth != AuthToken:
+		return fmt.Errorf("unknown auth %q (none or token)", cfg.Auth)
+	case cfg.Compose && cfg.Auth == AuthToken:
+		return fmt.Errorf("--auth is for the cluster the drill starts; give the compose cluster's token with --token")
+	case cfg.Auth == AuthToken && cfg.Token == "":
+		cfg.Token = localcluster.NewToken()
+	case !cfg.Compose && cfg.Auth != AuthToken:
+		cfg.Token = "" // a cluster without authentication has no token to take
+	}
+	setToken(cfg.Token)
+	return nil
 }
 
 // openTarget starts (or, with Compose, finds) the cluster to drill. It
@@ -150,7 +196,11 @@ func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string,
 			missing = "added latency: this kernel has no netem qdisc"
 		}
 	}
-	cl, err := StartLocal(ctx, cfg.Bin, cfg.Out, cfg.Nodes, lab)
+	adminToken := ""
+	if cfg.Auth == AuthToken {
+		adminToken = cfg.Token
+	}
+	cl, err := StartLocal(ctx, cfg.Bin, cfg.Out, cfg.Nodes, lab, adminToken)
 	stop := func() {
 		if cl != nil {
 			cl.Stop()
@@ -355,6 +405,17 @@ func longestGap(ops []Op) int64 {
 		longest = max(longest, acks[i]-acks[i-1])
 	}
 	return longest / int64(time.Millisecond)
+}
+
+// countStatus counts the operations answered with status.
+func countStatus(ops []Op, status int) int {
+	n := 0
+	for _, op := range ops {
+		if op.Status == status {
+			n++
+		}
+	}
+	return n
 }
 
 // recoveries fills each fault's time from healing to the next acknowledged commit.

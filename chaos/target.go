@@ -22,7 +22,7 @@ type target interface {
 	inject(kind string, i int, rng *rand.Rand) (heal func() error, err error)
 }
 
-var probe = &http.Client{Timeout: 2 * time.Second}
+var probe = &http.Client{Timeout: 2 * time.Second, Transport: drillTransport}
 
 // waitReady waits until every node answers /readyz.
 var waitReady = localcluster.WaitReady

@@ -34,7 +34,7 @@ func (r *recorder) snapshot() []Op {
 	return append([]Op(nil), r.ops...)
 }
 
-var httpc = &http.Client{Timeout: 5 * time.Second}
+var httpc = &http.Client{Timeout: 5 * time.Second, Transport: drillTransport}
 
 // call sends a JSON request and decodes a JSON answer. err is set for
 // transport failures (the outcome is then unknown).

@@ -115,6 +115,11 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	return n.fsm.WaitApplied(ctx, index)
 }
 
+// Established waits, on the leader, until it has applied the first entry
+// of its term, and with it every entry committed before (ErrNotLeader
+// elsewhere). It takes no round trip once the term is established.
+func (n *Node) Established(ctx context.Context) error { return n.waitEstablished(ctx) }
+
 // StaleState returns this node's local state without any coordination.
 func (n *Node) StaleState() (*fsm.State, uint64) { return n.fsm.View() }
 

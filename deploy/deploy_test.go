@@ -37,10 +37,12 @@ const (
 // The rules and the dashboard use only metrics that a running cluster
 // exposes, once it has committed writes, written to object storage and
 // taken raft snapshots; the exposition passes promtool's lint, but for
-// the names raft and memberlist choose.
+// the names raft and memberlist choose. The cluster runs with
+// authentication on, as in production: Prometheus scrapes with a token.
 func TestMetricsExist(t *testing.T) {
 	promtool := needPromtool(t)
-	nodes := testcluster.Start(t, 3, testcluster.Options{SnapshotThreshold: 16, SnapshotInterval: 100 * time.Millisecond, TrailingLogs: 8})
+	nodes := testcluster.Start(t, 3, testcluster.Options{SnapshotThreshold: 16, SnapshotInterval: 100 * time.Millisecond, TrailingLogs: 8,
+		AdminToken: adminToken})
 	leader := testcluster.Leader(t, nodes)
 	exercise(t, nodes)
 	testcluster.WaitFor(t, 30*time.Second, "a raft snapshot on every node", func() bool {
@@ -219,6 +221,12 @@ raftcat_things_total 1
 
 // needPromtool returns promtool's path; without it the test fails (CI
 // installs Debian's prometheus package, which carries it).
+// adminToken is the token of the metastore admin of the test's cluster;
+// every request sends it.
+const adminToken = "deploy-test-admin-token"
+
+var bearer = testcluster.Bearer(adminToken)
+
 func needPromtool(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("promtool")
@@ -236,7 +244,7 @@ func exercise(t *testing.T, nodes []*testcluster.Node) {
 	const uc = "/api/2.1/unity-catalog"
 	for i := range 40 {
 		nd := nodes[i%len(nodes)]
-		r := testcluster.Do(t, http.MethodPost, nd.URL+uc+"/catalogs", map[string]any{"name": fmt.Sprintf("monitoring_%d", i)})
+		r := testcluster.Do(t, http.MethodPost, nd.URL+uc+"/catalogs", map[string]any{"name": fmt.Sprintf("monitoring_%d", i)}, bearer...)
 		if r.Status != http.StatusOK {
 			t.Fatalf("create catalog through %s: status %d: %s", nd.ID(), r.Status, r.Raw)
 		}
@@ -253,7 +261,7 @@ func exercise(t *testing.T, nodes []*testcluster.Node) {
 		if req.body != "" {
 			body = req.body
 		}
-		if r := testcluster.Do(t, req.method, req.url, body); r.Status != http.StatusOK {
+		if r := testcluster.Do(t, req.method, req.url, body, bearer...); r.Status != http.StatusOK {
 			t.Fatalf("%s %s: status %d: %s", req.method, req.url, r.Status, r.Raw)
 		}
 	}
@@ -262,7 +270,12 @@ func exercise(t *testing.T, nodes []*testcluster.Node) {
 func scrape(t *testing.T, url string) []byte {
 	t.Helper()
 	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(bearer[0], bearer[1]) // as Prometheus's authorization: credentials
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}

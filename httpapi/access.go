@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -225,7 +226,9 @@ func (s *Server) check(c echo.Context, rule Rule) error {
 		return err
 	}
 	if err := auth.Still(st, id, time.Now()); err != nil {
-		return s.unauthenticated(c, auth.Reason(err), fmt.Errorf("The credential for %s is no longer valid: %w.", id.Principal, err))
+		if id, err = s.reauthenticate(c, st, err); err != nil {
+			return s.unauthenticated(c, auth.Reason(err), fmt.Errorf("The credential for %s is no longer valid: %w.", id.Principal, err))
+		}
 	}
 	if id.Kind == auth.KindBootstrap || access.IsAdmin(st, id.Principal) {
 		return nil
@@ -236,15 +239,33 @@ func (s *Server) check(c echo.Context, rule Rule) error {
 // checkState is the state a request is checked against: on the leader,
 // one that holds every grant and revocation acknowledged before the
 // request came (a leader just elected may not have applied its
-// predecessor's last entries yet; under the read lease this costs no
+// predecessor's last entries yet: it waits until it has, which costs no
 // round trip); elsewhere, the state the node serves the read from.
 func (s *Server) checkState(c echo.Context) (*fsm.State, error) {
-	if s.cluster.IsLeader() && !isStaleRead(c.Request()) {
-		st, _, err := s.cluster.LinearizableState(c.Request().Context())
-		return st, err
+	if e, ok := s.cluster.(interface{ Established(context.Context) error }); ok && s.cluster.IsLeader() && !isStaleRead(c.Request()) {
+		if err := e.Established(c.Request().Context()); err != nil {
+			return nil, err
+		}
 	}
 	st, _ := s.cluster.StaleState()
 	return st, nil
+}
+
+// reauthenticate verifies the request's own credential by st when the
+// identity a peer forwarded no longer holds by it (the peer had not yet
+// applied what made it so: the admin's creation, say); stale is why.
+func (s *Server) reauthenticate(c echo.Context, st *fsm.State, stale error) (auth.Identity, error) {
+	old, _ := IdentityOf(c)
+	cred, _ := s.credentialOf(c)
+	if cred == "" {
+		return old, stale
+	}
+	id, err := s.cfg.Auth.Authenticate(c.Request().Context(), st, cred, time.Now())
+	if err != nil {
+		return old, err
+	}
+	setIdentity(c, id)
+	return id, nil
 }
 
 func (s *Server) checkRule(c echo.Context, st *fsm.State, principal string, rule Rule) error {

@@ -129,10 +129,10 @@ func (s *Server) authenticateCredential(c echo.Context, cred string, now time.Ti
 	ctx := c.Request().Context()
 	st, _ := s.cluster.StaleState()
 	id, err := s.cfg.Auth.Authenticate(ctx, st, cred, now)
-	if err == nil || s.cluster.IsLeader() {
+	if (err == nil && id.Kind != auth.KindBootstrap) || s.cluster.IsLeader() {
 		return id, err
 	}
-	idx, ferr := s.reads.fetchOnce()
+	idx, ferr := s.reads.fetchOnce() // the bootstrap identity, too, may be out of date here
 	if ferr != nil || s.cluster.WaitApplied(ctx, idx) != nil {
 		return id, err
 	}
@@ -248,6 +248,7 @@ func (s *Server) signPeer(h http.Header, method, uri string) {
 }
 
 func (s *Server) signHeaders(h http.Header, signed auth.Signed) {
+	signed.Seal()
 	h.Set(HeaderForwarded, signed.Node)
 	h.Set(HeaderIdentity, signed.Envelope())
 	h.Set(HeaderPeerSignature, s.cfg.Peer.Sign(signed, time.Now()))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a raftcat cluster of local processes on this host.
 #
-#   scripts/local-cluster.sh start [N]   build raftcat, start N nodes (default 3), wait until ready
+#   scripts/local-cluster.sh start [N] [--token T] [--insecure]
+#                                        build raftcat, start N nodes (default 3), wait until ready
 #   scripts/local-cluster.sh stop        stop the nodes (SIGTERM, then SIGKILL after 15 s)
 #   scripts/local-cluster.sh status      show each node's pid and /v1/cluster view
 #   scripts/local-cluster.sh clean       stop and delete the cluster's data
@@ -13,6 +14,11 @@
 # RAFTCAT_STORAGE_ROOT sets the managed storage root of a new cluster
 # (default file://$RAFTCAT_CLUSTER_DIR/warehouse); the other RAFTCAT_*
 # variables reach every node.
+#
+# Every node runs with --auth=token and the admin token in
+# $RAFTCAT_CLUSTER_DIR/admin.token (mode 0600). A cluster without that file
+# gets --token, else RAFTCAT_TOKEN, else a random token; once written, the
+# file stays the admin's token. --insecure starts the nodes without authentication.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,15 +27,52 @@ http_base=${RAFTCAT_HTTP_BASE:-8080}
 raft_base=${RAFTCAT_RAFT_BASE:-8310}
 gossip_base=${RAFTCAT_GOSSIP_BASE:-8320}
 bin=$dir/bin/raftcat
+token_file=$dir/admin.token
 
 nodes() { for d in "$dir"/node*/; do [ -d "$d" ] && basename "$d" | sed 's/^node//'; done | sort -n; }
 
 alive() { [ -f "$dir/node$1.pid" ] && kill -0 "$(cat "$dir/node$1.pid")" 2>/dev/null; }
 
+# admin_token makes sure the admin token file exists, holding $1 (the
+# token given), RAFTCAT_TOKEN or a random token. An existing file is kept:
+# the cluster's admin got its token at the first start.
+admin_token() {
+  if [ -s "$token_file" ]; then
+    if [ -n "$1" ] && [ "$1" != "$(cat "$token_file")" ]; then
+      echo "note: the admin token stays the one in $token_file (--token sets it for a new cluster only)" >&2
+    fi
+    return
+  fi
+  local token=${1:-${RAFTCAT_TOKEN:-}}
+  [ -n "$token" ] || token=$(head -c 32 /dev/urandom | base64 | tr -d '/+=\n')
+  (umask 077 && printf '%s\n' "$token" >"$token_file")
+}
+
+# bearer is the Authorization header requests send: RAFTCAT_TOKEN, else
+# the admin token (a header without value when there is neither).
+bearer() {
+  local token=${RAFTCAT_TOKEN:-}
+  if [ -z "$token" ] && [ -s "$token_file" ]; then token=$(cat "$token_file"); fi
+  printf 'Authorization: %s' "${token:+Bearer $token}"
+}
+
 start() {
-  local n=${1:-3}
+  local n=3 token= insecure=
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --token) token=${2:?--token needs a value}; shift ;;
+      --insecure) insecure=1 ;;
+      *) n=$1 ;;
+    esac
+    shift
+  done
   mkdir -p "$dir/bin"
   (cd "$here" && CGO_ENABLED=0 go build -o "$bin" ./cmd/raftcat)
+  local auth=(--auth=none)
+  if [ -z "$insecure" ]; then
+    admin_token "$token"
+    auth=(--auth=token --admin-token-file "$token_file")
+  fi
   local join=
   for i in $(seq 1 "$n"); do join="${join:+$join,}127.0.0.1:$((gossip_base + i))"; done
   for i in $(seq 1 "$n"); do
@@ -44,6 +87,7 @@ start() {
       --join "$join" \
       --bootstrap-expect "$n" \
       --storage-root "${RAFTCAT_STORAGE_ROOT:-file://$dir/warehouse}" \
+      "${auth[@]}" \
       >>"$dir/node$i.log" 2>&1 &
     echo $! >"$dir/node$i.pid"
     echo "node$i: pid $!, http://127.0.0.1:$((http_base + i)), log $dir/node$i.log"
@@ -58,6 +102,13 @@ start() {
     if [ -z "$ok" ]; then echo "node$i did not become ready; see $dir/node$i.log" >&2; exit 1; fi
   done
   echo "cluster of $n ready"
+  if [ -n "$insecure" ]; then
+    echo "authentication off (--insecure): anyone who reaches these ports may do anything"
+    return
+  fi
+  echo "authentication on: every API request needs the admin token (or one made with 'raftcat auth token create')"
+  echo "  export RAFTCAT_TOKEN=\$(cat $token_file)"
+  echo "  curl -H \"Authorization: Bearer \$RAFTCAT_TOKEN\" http://127.0.0.1:$((http_base + 1))/v1/cluster"
 }
 
 stop() {
@@ -77,7 +128,7 @@ status() {
   for i in $(nodes); do
     if alive "$i"; then
       echo "node$i: running (pid $(cat "$dir/node$i.pid"))"
-      curl -fsS "http://127.0.0.1:$((http_base + i))/v1/cluster" 2>/dev/null || echo "  (not answering)"
+      curl -fsS -H "$(bearer)" "http://127.0.0.1:$((http_base + i))/v1/cluster" 2>/dev/null || echo "  (not answering)"
       echo
     else
       echo "node$i: stopped"
@@ -86,9 +137,9 @@ status() {
 }
 
 case "${1:-}" in
-  start) start "${2:-3}" ;;
+  start) shift; start "$@" ;;
   stop) stop ;;
   status) status ;;
   clean) stop; rm -rf "$dir" ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

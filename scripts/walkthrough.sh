@@ -3,13 +3,22 @@
 #   scripts/walkthrough.sh [BASE_URL]        (default http://127.0.0.1:8080)
 # config -> stage -> create -> commit v1 -> backfill -> load. It creates a
 # table named walkthrough_<random> in unity.default and exits non-zero if
-# any step does not answer as expected.
+# any step does not answer as expected. Against a cluster run with
+# --auth=token, set RAFTCAT_TOKEN: every request then carries it.
 set -euo pipefail
 base=${1:-http://127.0.0.1:8080}
 api=$base/api/2.1/unity-catalog/delta/v1
 name=walkthrough_$RANDOM$RANDOM
 
 step() { printf '\n== %s\n' "$*"; }
+# curl sends RAFTCAT_TOKEN, when set, as a bearer token.
+curl() {
+  if [ -n "${RAFTCAT_TOKEN:-}" ]; then
+    command curl -H "Authorization: Bearer $RAFTCAT_TOKEN" "$@"
+  else
+    command curl "$@"
+  fi
+}
 field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 
 step "1. config: which endpoints and protocol version the server speaks"

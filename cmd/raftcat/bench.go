@@ -50,6 +50,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.AgainstPostgres, "against-postgres", false, "also run the workload as PostgreSQL-backed catalogs commit (a compare-and-swap UPDATE of the table's row plus the commit record's INSERT in one transaction) on a PostgreSQL primary with --postgres-replicas synchronous streaming replicas that it starts, and report the ratios; with --against-etcd too, rounds go round all three systems")
 	fs.StringVar(&cfg.PostgresBinDir, "postgres-bin-dir", "", "directory of PostgreSQL's initdb, pg_basebackup and postgres for --against-postgres (default: the newest /usr/lib/postgresql/<version>/bin, as Debian's postgresql package installs them, else initdb's directory on PATH)")
 	fs.IntVar(&cfg.PostgresReplicas, "postgres-replicas", 2, "with --against-postgres: streaming replicas r1..rN made with pg_basebackup, of which any one must have flushed a commit before it is acknowledged (synchronous_standby_names 'ANY 1 (r1, ...)'); 0: a lone primary, durable on its own disk only")
+	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the clusters the bench starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the bench makes, written to admin.token in the cluster's directory under --dir; every request carries it)")
+	fs.StringVar(&cfg.Token, "token", os.Getenv("RAFTCAT_TOKEN"), "API token sent as Authorization: Bearer to a --urls cluster run with --auth=token; with --auth token, the admin token of the started cluster [RAFTCAT_TOKEN]")
+	fs.BoolVar(&cfg.AgainstAuthOff, "against-auth-off", false, "what authentication costs: start a second cluster without authentication beside the one with --auth token (implied) and run the Delta workload on both in alternating rounds, reporting throughput, p50 and p99 with authentication on over off, overall and by round, and the commit breakdown of both")
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs, and the generated tables (default: a temporary one, removed afterwards)")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
@@ -95,6 +98,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			"windows alternate over --rounds. It reports commits/s and batches/s (and table\n"+
 			"versions/s), conflicts, p50/p90/p99 latency and errors, checks every table's latest\n"+
 			"version against the versions acknowledged, and writes them to --out as JSON.\n\n"+
+			"With --auth token the started cluster runs with authentication on (--auth=token) and every\n"+
+			"request carries its admin token; --token gives the token of a --urls cluster. With\n"+
+			"--against-auth-off the bench also starts a cluster without authentication and alternates\n"+
+			"rounds between the two, reporting auth-on over auth-off throughput and latencies.\n\n"+
 			"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 		fs.PrintDefaults()
 	}
@@ -123,6 +130,13 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if (cfg.Protocol == "sharing" || cfg.Protocol == "lance") && cfg.AgainstPostgres {
 		fmt.Fprintf(stderr, "raftcat bench: --against-postgres compares the Delta commit path; it does not go with --protocol %s\n", cfg.Protocol)
+		return 2
+	}
+	if cfg.AgainstAuthOff && !set["auth"] {
+		cfg.Auth = bench.AuthToken
+	}
+	if msg := benchAuthError(cfg, *urls != ""); msg != "" {
+		fmt.Fprintln(stderr, "raftcat bench:", msg)
 		return 2
 	}
 	if cfg.PostgresReplicas < 0 {
@@ -157,6 +171,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if cfg.Protocol == "sharing" {
 		sh.URLs, sh.Bin, sh.Dir, sh.ServeFlags, sh.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader
+		sh.Auth, sh.Token = cfg.Auth, cfg.Token
 		sh.Clients, sh.Duration, sh.Warmup = cfg.Clients, cfg.Duration, cfg.Warmup
 		if !set["clients"] && !*single {
 			sh.Clients = 8
@@ -170,6 +185,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Protocol == "lance" {
 		ln.URLs, ln.Bin, ln.Dir, ln.ServeFlags, ln.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader
+		ln.Auth, ln.Token = cfg.Auth, cfg.Token
 		ln.Clients, ln.Duration, ln.Warmup, ln.Rounds = cfg.Clients, cfg.Duration, cfg.Warmup, cfg.Rounds
 		if *single {
 			ln.Tables = 1
@@ -187,6 +203,22 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return writeBenchResult(rep, rep.Text(), *out, stdout, stderr)
+}
+
+// benchAuthError says what is wrong with the authentication flags, if
+// anything.
+func benchAuthError(cfg bench.Config, urls bool) string {
+	switch {
+	case cfg.Auth != "none" && cfg.Auth != bench.AuthToken:
+		return "--auth is none or token"
+	case cfg.AgainstAuthOff && cfg.Auth != bench.AuthToken:
+		return "--against-auth-off compares a cluster with --auth token against one without; it does not go with --auth none"
+	case cfg.AgainstAuthOff && urls:
+		return "--against-auth-off starts both clusters itself; it does not go with --urls"
+	case cfg.AgainstAuthOff && cfg.Protocol != "delta":
+		return "--against-auth-off runs the Delta workload; it does not go with --protocol " + cfg.Protocol
+	}
+	return ""
 }
 
 // writeBenchResult writes a report as JSON to out and prints its text.

@@ -89,6 +89,59 @@ func checkBreakdown(t *testing.T, rep bench.Report, commits int) {
 	}
 }
 
+// TestBenchAgainstAuthOffSmoke runs `raftcat bench --against-auth-off`
+// for a few seconds: a cluster with authentication on (its admin token
+// in a file of its own, every request carrying it) and one without, in
+// alternating rounds, must both commit, verify every table afterwards
+// and be compared, with the breakdown of both.
+func TestBenchAgainstAuthOffSmoke(t *testing.T) {
+	bin := raftcatBinary(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench.json")
+	cmd := exec.Command(bin, "bench", "--against-auth-off", "--duration", "1s", "--warmup", "0s", "--rounds", "2",
+		"--clients", "4", "--tables", "2", "--dir", dir, "--out", out)
+	cmd.Env = append(os.Environ(), "RAFTCAT_TOKEN=") // the bench makes the admin token
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --against-auth-off: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	if rep.Auth != "token" || rep.AuthOff == nil || rep.AuthOff.System != "auth-off" || rep.Etcd != nil {
+		t.Fatalf("report %s", raw)
+	}
+	for _, r := range []*bench.Result{rep.Raftcat, rep.AuthOff} {
+		if r.Commits == 0 || r.Errors != 0 || !r.Verified || r.ClientCommitsMin <= 0 {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if rep.AuthThroughputRatio <= 0 || rep.AuthP99Ratio <= 0 || len(rep.AuthRoundRatios) != 2 {
+		t.Fatalf("ratios %v, %v by round %v", rep.AuthThroughputRatio, rep.AuthP99Ratio, rep.AuthRoundRatios)
+	}
+	if !strings.Contains(string(output), "auth on/auth off: throughput x") {
+		t.Errorf("no comparison printed:\n%s", output)
+	}
+	checkBreakdown(t, rep, rep.Raftcat.Commits)
+	checkBreakdown(t, bench.Report{Breakdown: rep.AuthOffBreakdown}, rep.AuthOff.Commits)
+	// Only the cluster with authentication has an admin token, and only
+	// its owner may read it.
+	if fi, err := os.Stat(filepath.Join(dir, "raftcat", "admin.token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("admin token of the cluster with authentication: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "auth-off", "admin.token")); !os.IsNotExist(err) {
+		t.Errorf("the cluster without authentication has an admin token file: %v", err)
+	}
+	if log, err := os.ReadFile(filepath.Join(dir, "raftcat", "node1.log")); err != nil || !strings.Contains(string(log), "authentication on") {
+		t.Errorf("the cluster compared did not run with authentication on: %v", err)
+	}
+}
+
 // TestBenchIcebergSmoke runs `raftcat bench --protocol iceberg` for a few
 // seconds: the Iceberg REST and the Delta commit paths of one started
 // cluster, in alternating rounds, must both commit, verify every table

@@ -32,6 +32,8 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	faults := fs.String("faults", "", "comma-separated fault kinds to use (kill, pause, partition, split, latency; default: all that can be injected)")
 	fs.BoolVar(&cfg.Compose, "compose", false, "drill the running compose cluster (scripts/cluster-up.sh; --nodes 3 or 5) with docker kill, pause and network disconnects")
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "commit path the clients write with: delta (add-commit of the next version), iceberg (Iceberg REST commits of a new snapshot asserting the loaded one with assert-ref-snapshot-id) or transactions (each of --tables is a group of a Delta, an Iceberg and a Lance table, advanced together by one transaction across formats per commit)")
+	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the cluster the drill starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the drill makes, and every request of the drill carries it)")
+	fs.StringVar(&cfg.Token, "token", os.Getenv("RAFTCAT_TOKEN"), "API token every request of the drill sends as Authorization: Bearer: the workload's and the checks' against the compose cluster run with --auth=token (scripts/cluster-up.sh writes it to .cluster-secrets/admin.token); with --auth token, the started cluster's admin token [RAFTCAT_TOKEN]")
 	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
@@ -47,7 +49,10 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 			"transaction across formats (POST .../transactions/commit) adding the next version to a\n"+
 			"group's Delta, Iceberg and Lance tables: a group is checked as one table whose versions are\n"+
 			"its transactions, and after healing every transaction, acknowledged, refused or of unknown\n"+
-			"outcome, must be in all three tables at the same version or in none.\n\n")
+			"outcome, must be in all three tables at the same version or in none.\n\n"+
+			"With --auth token the started cluster runs with authentication on and every request of the\n"+
+			"drill carries its admin token; against a compose cluster run with authentication, give its\n"+
+			"token with --token (or RAFTCAT_TOKEN).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +67,14 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Compose && cfg.Protocol == chaos.ProtocolTransactions {
 		fmt.Fprintln(stderr, "raftcat chaos: --protocol transactions runs against a local cluster only (it writes Lance staging manifests into the warehouse)")
+		return 2
+	}
+	if cfg.Auth != "none" && cfg.Auth != chaos.AuthToken {
+		fmt.Fprintln(stderr, "raftcat chaos: --auth is none or token")
+		return 2
+	}
+	if cfg.Compose && cfg.Auth == chaos.AuthToken {
+		fmt.Fprintln(stderr, "raftcat chaos: --auth is for the cluster the drill starts; give the compose cluster's token with --token (or RAFTCAT_TOKEN)")
 		return 2
 	}
 	if cfg.Nodes < 1 || cfg.Tables < 1 || cfg.ClientsPerTable < 1 || cfg.FaultFor >= cfg.FaultEvery {
@@ -101,6 +114,12 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 	fmt.Fprintf(w, "linearizable          %v\n", s.Linearizable)
 	fmt.Fprintf(w, "converged             %v\n", s.Converged)
 	fmt.Fprintf(w, "longest unavailable   %d ms\n", s.LongestUnavailableMs)
+	if s.Auth == chaos.AuthToken {
+		fmt.Fprintln(w, "authentication        token (every request carried it)")
+		if s.Unauthenticated > 0 {
+			fmt.Fprintf(w, "refused with 401      %d (the token was valid: a node could not verify it)\n", s.Unauthenticated)
+		}
+	}
 	if s.FaultKindsNotAvailable != "" {
 		fmt.Fprintf(w, "not injected          %s\n", s.FaultKindsNotAvailable)
 	}

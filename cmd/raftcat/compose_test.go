@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,18 +14,22 @@ import (
 )
 
 // TestComposeClusterSurvivesLosingAContainer runs the compose cluster the
-// way the README does: scripts/cluster-up.sh, the walk-through against a
-// node, the loss of the leader's container, more commits through the
-// survivors, then scripts/cluster-down.sh --volumes.
+// way the README does: scripts/cluster-up.sh (authentication on, with the
+// admin token it makes, here in a directory of the test's), the
+// walk-through against a node, the loss of the leader's container, more
+// commits through the survivors, a drill, then scripts/cluster-down.sh
+// --volumes. Every request carries the admin token.
 func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	secrets := t.TempDir()
+	env := append(os.Environ(), "RAFTCAT_SECRETS_DIR="+secrets, "RAFTCAT_TOKEN=")
 	sh := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("bash", args...)
-		cmd.Dir = root
+		cmd.Dir, cmd.Env = root, env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
@@ -41,20 +46,26 @@ func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 		cmd.Dir = root
 		_ = cmd.Run()
 	})
-	if out := sh("scripts/cluster-up.sh"); !strings.Contains(out, "compose cluster of 3 ready") {
+	if out := sh("scripts/cluster-up.sh"); !strings.Contains(out, "compose cluster of 3 ready") || !strings.Contains(out, "authentication on") {
 		t.Fatalf("cluster-up:\n%s", out)
 	}
+	token := adminTokenFile(t, filepath.Join(secrets, "admin.token"))
+	bearer := testcluster.Bearer(token)
+	urls := []string{"http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"}
+	if r := testcluster.Do(t, http.MethodGet, urls[0]+"/v1/cluster", nil); r.Status != http.StatusUnauthorized {
+		t.Fatalf("a request without the token: %d %s", r.Status, r.Raw)
+	}
+	env = append(env, "RAFTCAT_TOKEN="+token)
 	if out := sh("scripts/walkthrough.sh", "http://127.0.0.1:8082"); !strings.Contains(out, "walk-through finished") {
 		t.Fatalf("walk-through:\n%s", out)
 	}
-	urls := []string{"http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"}
-	id := testcluster.CreateManaged(t, urls[0], urls[2], "unity", "default", "compose_t")
+	id := testcluster.CreateManaged(t, urls[0], urls[2], "unity", "default", "compose_t", bearer...)
 	path := testcluster.TablePath("unity", "default", "compose_t")
-	if r := testcluster.Do(t, http.MethodPost, urls[1]+path, testcluster.CommitBody(id, 1, testcluster.StagedName(1, "c"))); r.Status != http.StatusOK {
+	if r := testcluster.Do(t, http.MethodPost, urls[1]+path, testcluster.CommitBody(id, 1, testcluster.StagedName(1, "c")), bearer...); r.Status != http.StatusOK {
 		t.Fatalf("commit v1: %d %s", r.Status, r.Raw)
 	}
 
-	leader := testcluster.Do(t, http.MethodGet, urls[0]+"/v1/cluster", nil).Body["leader_id"].(string)
+	leader := testcluster.Do(t, http.MethodGet, urls[0]+"/v1/cluster", nil, bearer...).Body["leader_id"].(string)
 	if out, err := exec.Command("docker", "kill", "raftcat_"+leader+"_1").CombinedOutput(); err != nil {
 		t.Fatalf("docker kill %s: %v\n%s", leader, err, out)
 	}
@@ -67,10 +78,10 @@ func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 	// The survivors elect a leader and keep serving; a client retries 503s.
 	var r testcluster.Response
 	testcluster.WaitFor(t, 60*time.Second, "a commit after losing the leader's container", func() bool {
-		r = testcluster.Do(t, http.MethodPost, survivor+path, testcluster.CommitBody(id, 2, testcluster.StagedName(2, "c")))
+		r = testcluster.Do(t, http.MethodPost, survivor+path, testcluster.CommitBody(id, 2, testcluster.StagedName(2, "c")), bearer...)
 		return r.Status == http.StatusOK
 	})
-	load := testcluster.Do(t, http.MethodGet, survivor+path, nil)
+	load := testcluster.Do(t, http.MethodGet, survivor+path, nil, bearer...)
 	if load.Body["latest-table-version"] != float64(2) {
 		t.Fatalf("after losing %s: %s", leader, load.Raw)
 	}
@@ -81,9 +92,9 @@ func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 		t.Fatalf("docker start %s: %v\n%s", leader, err, out)
 	}
 	drillOut := t.TempDir()
-	drill := exec.Command(raftcatBinary(t), "chaos", "--compose", "--duration", "15s", "--fault-every", "3s",
+	drill := exec.Command(raftcatBinary(t), "chaos", "--compose", "--token", token, "--duration", "15s", "--fault-every", "3s",
 		"--fault-for", "1500ms", "--faults", "kill,pause,partition", "--seed", "5", "--tables", "2", "--out", drillOut)
-	if out, err := drill.CombinedOutput(); err != nil {
+	if out, err := drill.CombinedOutput(); err != nil || !strings.Contains(string(out), "authentication        token") {
 		t.Fatalf("compose drill: %v\n%s", err, out)
 	}
 	if out := sh("scripts/cluster-down.sh"); !strings.Contains(out, "node1") {

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
 // freeBase finds a port base b such that b+1..b+n are free on loopback.
@@ -35,7 +38,9 @@ func freeBase(t *testing.T, n int) int {
 
 // TestLocalClusterScriptAndWalkthrough runs what the README tells a new
 // user to run: scripts/local-cluster.sh start|status|stop and the curl
-// walk-through against a follower of that cluster.
+// walk-through against a follower of that cluster, with authentication on
+// as the script starts it: the walk-through sends the admin token the
+// script made, and a request without it is refused.
 func TestLocalClusterScriptAndWalkthrough(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -43,7 +48,7 @@ func TestLocalClusterScriptAndWalkthrough(t *testing.T) {
 	}
 	dir := t.TempDir()
 	httpBase, raftBase, gossipBase := freeBase(t, 3), freeBase(t, 3), freeBase(t, 3)
-	env := append(os.Environ(), "RAFTCAT_CLUSTER_DIR="+dir,
+	env := append(os.Environ(), "RAFTCAT_CLUSTER_DIR="+dir, "RAFTCAT_TOKEN=",
 		fmt.Sprintf("RAFTCAT_HTTP_BASE=%d", httpBase), fmt.Sprintf("RAFTCAT_RAFT_BASE=%d", raftBase),
 		fmt.Sprintf("RAFTCAT_GOSSIP_BASE=%d", gossipBase))
 	script := func(args ...string) string {
@@ -67,18 +72,47 @@ func TestLocalClusterScriptAndWalkthrough(t *testing.T) {
 			}
 		}
 	})
-	if out := script("scripts/local-cluster.sh", "start"); !strings.Contains(out, "cluster of 3 ready") {
+	if out := script("scripts/local-cluster.sh", "start"); !strings.Contains(out, "cluster of 3 ready") ||
+		!strings.Contains(out, "export RAFTCAT_TOKEN=") {
 		t.Fatalf("start output:\n%s", out)
+	}
+	token := adminTokenFile(t, filepath.Join(dir, "admin.token"))
+	node2 := fmt.Sprintf("http://127.0.0.1:%d", httpBase+2)
+	if r := testcluster.Do(t, http.MethodGet, node2+"/v1/cluster", nil); r.Status != http.StatusUnauthorized {
+		t.Fatalf("a request without the token: %d %s", r.Status, r.Raw)
 	}
 	status := script("scripts/local-cluster.sh", "status")
 	if strings.Count(status, `"state":"Leader"`) != 1 || strings.Count(status, "running") != 3 {
 		t.Fatalf("status should show 3 running nodes and one leader:\n%s", status)
 	}
-	out := script("scripts/walkthrough.sh", fmt.Sprintf("http://127.0.0.1:%d", httpBase+2))
+	env = append(env, "RAFTCAT_TOKEN="+token)
+	out := script("scripts/walkthrough.sh", node2)
 	if !strings.Contains(out, "walk-through finished") {
 		t.Fatalf("walk-through output:\n%s", out)
 	}
 	if stop := script("scripts/local-cluster.sh", "stop"); strings.Count(stop, "stopped") != 3 {
 		t.Fatalf("stop output:\n%s", stop)
 	}
+}
+
+// adminTokenFile reads an admin token file a script made, which only its
+// owner may read.
+func adminTokenFile(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s has mode %v, want 0600", path, fi.Mode().Perm())
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if len(token) < 16 {
+		t.Fatalf("%s holds %q, not a token", path, token)
+	}
+	return token
 }

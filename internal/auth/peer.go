@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,7 +29,8 @@ const PeerSkew = 2 * time.Minute
 // Peer signs and verifies peer requests; a nil *Peer signs nothing and
 // accepts nothing signed.
 type Peer struct {
-	key []byte
+	key  []byte
+	macs sync.Pool // of HMAC states keyed with key
 }
 
 // NewPeer returns a signer for the cluster key (nil for an empty key).
@@ -53,14 +56,25 @@ type Signed struct {
 	URI      string    // the request's URI (path and query)
 	Identity *Identity // the caller, as the forwarding node authenticated it (nil: anonymous)
 	Client   string    // the caller's address
+
+	// env is the envelope as it was received or sealed: what is signed,
+	// so that it is encoded once per request.
+	env string
 }
 
 // Envelope is the header value carrying the identity and client address
 // (base64url JSON).
 func (s Signed) Envelope() string {
+	if s.env != "" {
+		return s.env
+	}
 	raw, _ := json.Marshal(envelope{Identity: s.Identity, Client: s.Client})
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
+
+// Seal encodes the envelope once; Envelope and signing then use it (the
+// fields must not change after).
+func (s *Signed) Seal() { s.env = s.Envelope() }
 
 type envelope struct {
 	Identity *Identity `json:"id,omitempty"`
@@ -80,7 +94,7 @@ func (s *Signed) ParseEnvelope(v string) error {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return err
 	}
-	s.Identity, s.Client = e.Identity, e.Client
+	s.Identity, s.Client, s.env = e.Identity, e.Client, v
 	return nil
 }
 
@@ -118,7 +132,12 @@ func (p *Peer) Verify(s Signed, sig string, now time.Time) error {
 }
 
 func (p *Peer) mac(ts string, s Signed) []byte {
-	m := hmac.New(sha256.New, p.key)
+	m, _ := p.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, p.key)
+	}
+	defer p.macs.Put(m)
+	m.Reset()
 	for _, part := range []string{"raftcat-peer-v1", ts, s.Node, s.Method, s.URI, s.Envelope()} {
 		m.Write([]byte(part))
 		m.Write([]byte{0})

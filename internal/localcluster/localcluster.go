@@ -5,6 +5,9 @@ package localcluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -33,6 +36,21 @@ type Options struct {
 	Flags []string
 	// Env is added to every node's environment (for example GOMEMLIMIT).
 	Env []string
+	// AdminToken, when set, turns authentication on: it is written to
+	// AdminTokenFile in Dir, and every node runs with --auth=token
+	// --admin-token-file naming it, so that it becomes the token of the
+	// metastore admin. Readiness (/readyz) needs no token.
+	AdminToken string
+}
+
+// AdminTokenFile is the file in Options.Dir that holds the admin token.
+const AdminTokenFile = "admin.token"
+
+// NewToken returns a random admin token (256 bits, URL-safe base64).
+func NewToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Cluster is a running set of node processes.
@@ -40,6 +58,7 @@ type Cluster struct {
 	nodes  []*node
 	opts   Options
 	gossip []string // gossip addresses of the nodes Start started
+	auth   []string // the authentication flags of every node
 }
 
 type node struct {
@@ -66,20 +85,17 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{opts: o, gossip: gossipA}
+	if c.auth, err = authFlags(o); err != nil {
+		return nil, err
+	}
 	for i := 0; i < o.Nodes; i++ {
-		name := fmt.Sprintf("node%d", i+1)
-		nd := &node{name: name, url: "http://" + httpA[i], env: o.Env}
-		if o.Wrap != nil {
-			nd.args = o.Wrap(i)
-		}
-		nd.args = append(nd.args, o.Bin, "serve", "--node-id", name, "--data-dir", filepath.Join(o.Dir, name),
-			"--http-addr", httpA[i], "--raft-addr", raftA[i], "--gossip-addr", gossipA[i],
-			"--join", strings.Join(gossipA, ","), "--bootstrap-expect", strconv.Itoa(o.Nodes),
-			"--storage-root", "file://"+filepath.Join(o.Dir, "warehouse"))
-		nd.args = append(nd.args, o.Flags...)
-		if nd.log, err = os.Create(filepath.Join(o.Dir, name+".log")); err != nil {
+		nd, err := c.newNode(i, httpA[i], raftA[i], gossipA[i])
+		if err != nil {
 			c.Stop()
 			return nil, err
+		}
+		if o.Wrap != nil {
+			nd.args = append(o.Wrap(i), nd.args...)
 		}
 		c.nodes = append(c.nodes, nd)
 		if err := nd.start(); err != nil {
@@ -92,6 +108,44 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// authFlags writes the admin token file, if the cluster has a token, and
+// returns the flags that make the nodes use it.
+func authFlags(o Options) ([]string, error) {
+	if o.AdminToken == "" {
+		return nil, nil
+	}
+	if len(strings.TrimSpace(o.AdminToken)) < 16 {
+		return nil, errors.New("localcluster: the admin token must be at least 16 characters long")
+	}
+	// Only its owner may read it: it is the key to the whole catalog.
+	file := filepath.Join(o.Dir, AdminTokenFile)
+	if err := os.WriteFile(file, []byte(o.AdminToken+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(file, 0o600); err != nil { // a file left by an earlier run keeps its mode
+		return nil, err
+	}
+	return []string{"--auth=token", "--admin-token-file", file}, nil
+}
+
+// newNode is node i's process, not started: it joins the nodes Start
+// started and opens its log.
+func (c *Cluster) newNode(i int, httpA, raftA, gossipA string) (*node, error) {
+	o := c.opts
+	name := fmt.Sprintf("node%d", i+1)
+	nd := &node{name: name, url: "http://" + httpA, env: o.Env}
+	nd.args = append(nd.args, o.Bin, "serve", "--node-id", name, "--data-dir", filepath.Join(o.Dir, name),
+		"--http-addr", httpA, "--raft-addr", raftA, "--gossip-addr", gossipA,
+		"--join", strings.Join(c.gossip, ","), "--bootstrap-expect", strconv.Itoa(o.Nodes),
+		"--storage-root", "file://"+filepath.Join(o.Dir, "warehouse"))
+	nd.args = append(append(nd.args, c.auth...), o.Flags...)
+	var err error
+	if nd.log, err = os.Create(filepath.Join(o.Dir, name+".log")); err != nil {
+		return nil, err
+	}
+	return nd, nil
 }
 
 func addresses(o Options) (httpA, raftA, gossipA []string, err error) {
@@ -144,15 +198,8 @@ func (c *Cluster) Add() (int, error) {
 		return 0, err
 	}
 	i := len(c.nodes)
-	name := fmt.Sprintf("node%d", i+1)
-	httpA, raftA, gossipA := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
-	nd := &node{name: name, url: "http://" + httpA, env: c.opts.Env}
-	nd.args = append(nd.args, c.opts.Bin, "serve", "--node-id", name, "--data-dir", filepath.Join(c.opts.Dir, name),
-		"--http-addr", httpA, "--raft-addr", raftA, "--gossip-addr", gossipA,
-		"--join", strings.Join(c.gossip, ","), "--bootstrap-expect", strconv.Itoa(c.opts.Nodes),
-		"--storage-root", "file://"+filepath.Join(c.opts.Dir, "warehouse"))
-	nd.args = append(nd.args, c.opts.Flags...)
-	if nd.log, err = os.Create(filepath.Join(c.opts.Dir, name+".log")); err != nil {
+	nd, err := c.newNode(i, fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	if err != nil {
 		return 0, err
 	}
 	if err := nd.start(); err != nil {
