@@ -52,8 +52,10 @@ func init() {
 	}))
 }
 
-// SetAuthSigningKey makes a new key current. The key it replaces keeps
-// verifying for GraceMs more. With IfAbsent it only sets the first key.
+// SetAuthSigningKey makes a new key current. The keys it replaces keep
+// verifying for GraceMs more at most (a rotation with no grace, after a
+// key leaked, retires every older key at once). With IfAbsent it only
+// sets the first key.
 type SetAuthSigningKey struct {
 	Stamp
 	ID       string `json:"id"`
@@ -101,16 +103,19 @@ func applySetAuthSigningKey(t *tx, _ uint64, c *SetAuthSigningKey) Result {
 	if slices.ContainsFunc(keys, func(k AuthSigningKey) bool { return k.ID == c.ID }) {
 		return failed(Invalidf("A signing key %s exists already", c.ID))
 	}
-	keys = slices.DeleteFunc(keys, func(k AuthSigningKey) bool { return !k.Usable(c.Time) })
 	refuseAfter := c.Time + c.GraceMs
 	if refuseAfter < c.Time { // the sum overflowed: a grace without end
 		refuseAfter = math.MaxInt64
 	}
-	for i := range keys {
-		if keys[i].RetiredAt == 0 {
+	for i := range keys { // no key outlives this rotation's grace period
+		switch {
+		case keys[i].RetiredAt == 0:
 			keys[i].RetiredAt, keys[i].RefuseAfter = c.Time, refuseAfter
+		case keys[i].RefuseAfter > refuseAfter:
+			keys[i].RefuseAfter = refuseAfter
 		}
 	}
+	keys = slices.DeleteFunc(keys, func(k AuthSigningKey) bool { return !k.Usable(c.Time) })
 	out := &AuthSigningKeys{Keys: append(keys, AuthSigningKey{ID: c.ID, Key: c.Key, CreatedAt: c.Time})}
 	t.tree(authKeyTree).Insert(authKeysID, out)
 	return Result{AuthKeys: out}

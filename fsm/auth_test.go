@@ -841,39 +841,38 @@ func TestAuthSigningKeys(t *testing.T) {
 		e.refuseAuth(e.signingKeyCmd(id, 3, 0), fsm.CodeInvalid, "exists already")
 	}
 
-	// A second rotation within k1's grace keeps k1 as it was and retires k2.
+	// A second rotation within k1's grace retires k2, and k1 keeps no
+	// longer than k2 does.
 	e.changed(e.signingKeyCmd("k3", 3, 1_000))
 	k2.RetiredAt, k2.RefuseAfter = e.clock, e.clock+1_000
+	k1.RefuseAfter = min(k1.RefuseAfter, e.clock+1_000)
 	k3 := fsm.AuthSigningKey{ID: "k3", Key: signingKey(3, 32), CreatedAt: e.clock}
 	if keys := e.m.State().AuthSigningKeys(); !reflect.DeepEqual(keys, []fsm.AuthSigningKey{k1, k2, k3}) {
 		t.Fatalf("keys after a second rotation = %+v", keys)
 	}
 
-	// Past their grace, k1 and k2 are dropped at the next rotation; the
-	// key retired now without grace is unusable at once.
+	// Past their grace, k1 and k2 are dropped at the next rotation; a
+	// rotation without grace retires every older key at once (a key that
+	// leaked), so k3 goes too.
 	late := e.signingKeyCmd("k4", 4, 0)
 	late.Time = rotated + 10_000
 	e.clock = late.Time
 	e.changed(late)
-	k3.RetiredAt, k3.RefuseAfter = late.Time, late.Time
 	k4 := fsm.AuthSigningKey{ID: "k4", Key: signingKey(4, 32), CreatedAt: late.Time}
-	if keys := e.m.State().AuthSigningKeys(); !reflect.DeepEqual(keys, []fsm.AuthSigningKey{k3, k4}) {
+	if keys := e.m.State().AuthSigningKeys(); !reflect.DeepEqual(keys, []fsm.AuthSigningKey{k4}) {
 		t.Fatalf("keys after a late rotation = %+v", keys)
 	}
-	if k3.Usable(late.Time) {
-		t.Fatal("a key retired without grace is usable")
-	}
 	e.changed(e.signingKeyCmd("k5", 5, 0))
-	if got := keyIDsOf(e.m.State().AuthSigningKeys()); !slices.Equal(got, []string{"k4", "k5"}) {
+	if got := keyIDsOf(e.m.State().AuthSigningKeys()); !slices.Equal(got, []string{"k5"}) {
 		t.Fatalf("keys = %v", got)
 	}
 	// The id of a dropped key is free again.
 	e.changed(e.signingKeyCmd("k1", 6, 0))
-	if got := keyIDsOf(e.m.State().AuthSigningKeys()); !slices.Equal(got, []string{"k5", "k1"}) {
+	if got := keyIDsOf(e.m.State().AuthSigningKeys()); !slices.Equal(got, []string{"k1"}) {
 		t.Fatalf("keys = %v", got)
 	}
 	// Unpadded URL base64 of 40 bytes is a key too.
-	raw := e.signingKeyCmd("k7", 0, 0)
+	raw := e.signingKeyCmd("k7", 0, 1_000)
 	raw.Key = "-_-_" + strings.Repeat("A", 50)
 	e.changed(raw)
 	// A grace too long to add to the time keeps the key for good rather
@@ -908,7 +907,7 @@ func authState(t *testing.T) (*env, map[string]string) {
 	e.changed(e.grant(fsm.SecurableTable, []string{"unity", "default", "events"}, addPriv("bob", fsm.PrivSelect), addPriv("etl", fsm.PrivModify)))
 	e.changed(e.grant(fsm.SecurableTable, []string{"unity", "default", "ns", "ice"}, addPriv("bob", fsm.PrivAll)))
 	e.changed(e.signingKeyCmd("k1", 1, 3_600_000))
-	e.changed(e.signingKeyCmd("k2", 2, 0))
+	e.changed(e.signingKeyCmd("k2", 2, 1_000))
 	return e, keys
 }
 

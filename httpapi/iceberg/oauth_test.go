@@ -172,3 +172,36 @@ func TestOAuthWithoutAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Rotating the signing key retires the tokens of the old one once its
+// grace period ends, on every node; a grace period keeps them meanwhile.
+func TestOAuthTokensOfARotatedKey(t *testing.T) {
+	nodes := startAuth(t)
+	newService(t, nodes, "etl", "etl-client", "s3cr3t")
+	testcluster.Grant(t, nodes, fsm.SecurableCatalog, []string{"unity"}, "etl", fsm.PrivUseCatalog)
+	old := expectToken(t, postForm(t, nodes[0], clientForm("etl-client", "s3cr3t")))
+	rotate := func(grace int) {
+		t.Helper()
+		r := testcluster.Do(t, http.MethodPost, nodes[1].URL+"/v1/auth/signing-keys/rotate", map[string]any{"grace_seconds": grace},
+			testcluster.Bearer(adminToken)...)
+		if r.Status != http.StatusOK {
+			t.Fatalf("rotate: %d %s", r.Status, r.Raw)
+		}
+	}
+	rotate(3600)
+	for _, nd := range nodes {
+		ok(t, http.StatusOK, http.MethodGet, base(nd)+"/namespaces", nil, bearer(old)...)
+	}
+	fresh := expectToken(t, postForm(t, nodes[2], clientForm("etl-client", "s3cr3t")))
+	rotate(0) // the first key is past its grace now, the second retires at once
+	for _, nd := range nodes {
+		for _, tok := range []string{old, fresh} {
+			r := testcluster.Do(t, http.MethodGet, base(nd)+"/namespaces", nil, bearer(tok)...)
+			if r.Status != http.StatusUnauthorized {
+				t.Fatalf("a token of a retired key on %s: %d %s", nd.ID(), r.Status, r.Raw)
+			}
+		}
+	}
+	ok(t, http.StatusOK, http.MethodGet, base(nodes[0])+"/namespaces", nil,
+		bearer(expectToken(t, postForm(t, nodes[0], clientForm("etl-client", "s3cr3t"))))...)
+}
