@@ -43,6 +43,10 @@ type nodeMeta struct {
 	// Rules is the highest validation rules level (fsm.Rules*) this node
 	// applies; see Node.Rules.
 	Rules uint16 `json:"rules,omitempty"`
+	// DataDir is the node's data directory, so that no node accepts a
+	// table location inside another's (left out when the metadata would
+	// not fit memberlist's limit).
+	DataDir string `json:"dir,omitempty"`
 }
 
 // Gossip status of a member.
@@ -75,8 +79,13 @@ func newGossip(local nodeMeta) *gossip {
 
 func (g *gossip) NodeMeta(limit int) []byte {
 	g.mu.Lock()
-	b, _ := json.Marshal(g.local)
+	local := g.local
 	g.mu.Unlock()
+	b, _ := json.Marshal(local)
+	if len(b) > limit && local.DataDir != "" {
+		local.DataDir = ""
+		b, _ = json.Marshal(local)
+	}
 	if len(b) > limit {
 		return nil
 	}
@@ -137,6 +146,20 @@ func (g *gossip) markLeaving() {
 }
 
 // get returns a member by node id.
+// dataDirs lists the data directories members gossiped, this node's
+// first.
+func (g *gossip) dataDirs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	dirs := []string{g.local.DataDir}
+	for _, m := range g.nodes {
+		if m.meta.DataDir != "" && m.meta.ID != g.local.ID {
+			dirs = append(dirs, m.meta.DataDir)
+		}
+	}
+	return dirs
+}
+
 func (g *gossip) get(id string) (member, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -257,7 +257,7 @@ func (n *Node) openGossip() error {
 	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
 	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
 		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString(),
-		LeaseNs: int64(n.lease.duration), Rules: fsm.CurrentRules})
+		LeaseNs: int64(n.lease.duration), Rules: fsm.CurrentRules, DataDir: absDir(n.cfg.DataDir)})
 	mc.Delegate, mc.Events = n.gossip, n.gossip
 	n.ml, err = memberlist.Create(mc)
 	if err != nil {
@@ -351,3 +351,16 @@ func (n *Node) sleep(d time.Duration) bool {
 		return false
 	}
 }
+
+// absDir is a directory's absolute path ("" if it has none).
+func absDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
+// DataDirs lists the data directories of the nodes gossip knows, this
+// node's first: no table location may lie in any of them.
+func (n *Node) DataDirs() []string { return n.gossip.dataDirs() }

@@ -48,27 +48,47 @@ type In[R any] struct {
 	// caller.
 	Stamp fsm.Stamp
 
-	dataDir string // the serving node's data directory
+	srv *Server // the serving node's, for the data directories (see CheckNotReserved)
 }
 
 // CheckNotReserved refuses a table location or storage root that would
-// reach the serving node's own files (its raft log, snapshots and the
-// token hashes they hold): one at, inside or above its data directory (a
+// reach a node's own files (its raft log, snapshots and the token hashes
+// they hold): one at, inside or above the data directory of this node or
+// of any peer gossip told it about (a
 // table's maintenance, such as VACUUM, deletes files it does not know
 // below its location; a share or vended credentials would hand out what
 // lies below it). The default managed storage root, the data directory's
 // warehouse/, is allowed.
 func (in *In[R]) CheckNotReserved(field, loc string) error {
-	return checkNotReserved(in.dataDir, field, loc)
+	return checkNotReserved(in.srv.dataDirs(), field, loc)
 }
 
 // CheckNotReserved is In.CheckNotReserved for writes that do not go
 // through Write (plans).
 func (s *Server) CheckNotReserved(field, loc string) error {
-	return checkNotReserved(s.cfg.DataDir, field, loc)
+	return checkNotReserved(s.dataDirs(), field, loc)
 }
 
-func checkNotReserved(dataDir, field, loc string) error {
+func checkNotReserved(dataDirs []string, field, loc string) error {
+	for _, d := range dataDirs {
+		if err := checkNotReservedBy(d, field, loc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataDirs are the data directories of this node and of the peers gossip
+// told it about.
+func (s *Server) dataDirs() []string {
+	dirs := []string{s.cfg.DataDir}
+	if d, ok := s.cluster.(interface{ DataDirs() []string }); ok {
+		dirs = append(dirs, d.DataDirs()...)
+	}
+	return dirs
+}
+
+func checkNotReservedBy(dataDir, field, loc string) error {
 	if dataDir == "" || loc == "" {
 		return nil
 	}
@@ -102,7 +122,7 @@ type Render func(c echo.Context, res fsm.Result) error
 // the request's error, rendered by the group's mapping.
 func Write[R any, C fsm.Command](s *Server, build Build[R, C], decide Decide[C], render Render) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		in := &In[R]{Context: c, Stamp: stamp(c), dataDir: s.cfg.DataDir}
+		in := &In[R]{Context: c, Stamp: stamp(c), srv: s}
 		if _, none := any(in.Body).(NoBody); !none {
 			var err error
 			if in.Found, err = BindJSON(c, &in.Body); err != nil {

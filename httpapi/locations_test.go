@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
@@ -119,4 +120,22 @@ func TestLocationsInsideTheDataDirectoryAreRefused(t *testing.T) {
 	ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own files")
 	warehouse := dir + "/warehouse/ext"
 	a.ok(http.StatusOK, http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_warehouse", "DELTA", warehouse))
+}
+
+// Nor may one lie in another node's data directory, whichever node leads
+// and whichever the request reaches.
+func TestLocationsInsidePeersDataDirectoriesAreRefused(t *testing.T) {
+	nodes := testcluster.Start(t, 3, testcluster.Options{})
+	leader := testcluster.Leader(t, nodes)
+	for _, peer := range testcluster.Followers(nodes, leader) {
+		inside := "file://" + strings.TrimRight(peer.Dir, "/") + "/raft/t"
+		testcluster.WaitFor(t, 30*time.Second, "the leader to learn "+peer.ID()+"'s data directory", func() bool {
+			r := (&api{t: t, base: leader.URL}).do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_peer", "DELTA", inside))
+			return r.status == http.StatusBadRequest && strings.Contains(string(r.raw), "own files")
+		})
+		for _, via := range nodes {
+			r := (&api{t: t, base: via.URL}).do(http.MethodPost, apiPrefix+"/tables", ucTableBody("default", "in_peer", "DELTA", inside))
+			ucErr(t, r, http.StatusBadRequest, "INVALID_ARGUMENT", "own files")
+		}
+	}
 }
