@@ -1,11 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -63,26 +58,10 @@ func (f sweepFixtures) fill(path string) string {
 // authedRaw sends a request with an optional bearer token.
 func authedRaw(t *testing.T, base, method, path, body, token string) reply {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
+	if token == "" {
+		return rawDo(t, base, method, path, body)
 	}
-	defer conn.Close()
-	auth := ""
-	if token != "" {
-		auth = "Authorization: Bearer " + token + "\r\n"
-	}
-	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		method, path, auth, len(body), body)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode, header: resp.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.body)
-	return r
+	return rawDo(t, base, method, path, body, "Authorization: Bearer "+token)
 }
 
 func setUpSweep(t *testing.T, nodes []*testcluster.Node) (sweepFixtures, string) {

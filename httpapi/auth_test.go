@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,36 +20,18 @@ import (
 
 const adminToken = "admin-token-for-tests-0123456789"
 
-// syncBuffer is a buffer several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // authCluster is a three-node cluster run with --auth=token, whose
 // audit logs and node logs are kept.
 type authCluster struct {
 	nodes      []*testcluster.Node
-	audit, log map[string]*syncBuffer
+	audit, log map[string]*logBuffer
 }
 
 func startAuthCluster(t *testing.T) *authCluster {
 	t.Helper()
-	ac := &authCluster{audit: map[string]*syncBuffer{}, log: map[string]*syncBuffer{}}
+	ac := &authCluster{audit: map[string]*logBuffer{}, log: map[string]*logBuffer{}}
 	for _, id := range []string{"node1", "node2", "node3"} {
-		ac.audit[id], ac.log[id] = &syncBuffer{}, &syncBuffer{}
+		ac.audit[id], ac.log[id] = &logBuffer{}, &logBuffer{}
 	}
 	ac.nodes = testcluster.Start(t, 3, testcluster.Options{AdminToken: adminToken,
 		Audit: func(id string) io.Writer { return ac.audit[id] },

@@ -171,16 +171,21 @@ func fill(path, param, value string) string {
 }
 
 // rawDo sends a request as bytes, so that paths no client would build (a
-// bad escape) reach the server as they are.
-func rawDo(t *testing.T, base, method, path, body string) reply {
+// bad escape) reach the server as they are; hdr are extra header lines
+// ("Name: value").
+func rawDo(t *testing.T, base, method, path, body string, hdr ...string) reply {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		method, path, len(body), body)
+	extra := ""
+	for _, h := range hdr {
+		extra += h + "\r\n"
+	}
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		method, path, extra, len(body), body)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

@@ -95,3 +95,10 @@ func TestFastUnknownCommitStateIsLoggedOncePerTable(t *testing.T) {
 		t.Errorf("%d ERROR lines in all, want 2:\n%s", n, strings.Join(logs.lines("level=ERROR"), "\n"))
 	}
 }
+
+// String is everything written so far.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
