@@ -289,12 +289,20 @@ func (s *Server) checkRule(c echo.Context, st *fsm.State, principal string, rule
 	return fsm.Errf(fsm.CodePermissionDenied, "This route is served to cluster peers only.")
 }
 
+// unrestricted reports whether the request's caller may see and do
+// anything: authentication is off, or the caller is a peer or the
+// bootstrap admin.
+func (s *Server) unrestricted(c echo.Context) bool {
+	id, ok := IdentityOf(c)
+	return !s.authRequired() || (ok && (id.Kind == auth.KindPeer || id.Kind == auth.KindBootstrap))
+}
+
 // Allowed reports whether the request's caller holds n (lists use it to
 // show only what the caller may see). Without authentication required,
 // everything is allowed.
 func (s *Server) Allowed(c echo.Context, st *fsm.State, n access.Need) bool {
 	id, ok := IdentityOf(c)
-	if !s.authRequired() || (ok && (id.Kind == auth.KindPeer || id.Kind == auth.KindBootstrap)) {
+	if s.unrestricted(c) {
 		return true
 	}
 	return ok && access.Allowed(st, id.Principal, n)
@@ -303,7 +311,7 @@ func (s *Server) Allowed(c echo.Context, st *fsm.State, n access.Need) bool {
 // Visible reports whether a list shows the caller the securable at path.
 func (s *Server) Visible(c echo.Context, st *fsm.State, table bool, path ...string) bool {
 	id, ok := IdentityOf(c)
-	if !s.authRequired() || (ok && (id.Kind == auth.KindPeer || id.Kind == auth.KindBootstrap)) {
+	if s.unrestricted(c) {
 		return true
 	}
 	return ok && access.Visible(st, id.Principal, table, path...)
@@ -313,7 +321,7 @@ func (s *Server) Visible(c echo.Context, st *fsm.State, table bool, path ...stri
 // authentication is off).
 func (s *Server) IsAdmin(c echo.Context, st *fsm.State) bool {
 	id, ok := IdentityOf(c)
-	if !s.authRequired() || (ok && (id.Kind == auth.KindPeer || id.Kind == auth.KindBootstrap)) {
+	if s.unrestricted(c) {
 		return true
 	}
 	return ok && access.IsAdmin(st, id.Principal)
