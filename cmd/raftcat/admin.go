@@ -17,14 +17,16 @@ import (
 	"github.com/raftcat/raftcat/snapshot"
 )
 
-// adminFlags parses the flags every admin command shares (--addr) and
-// returns the positional arguments.
+// adminFlags parses the flags every admin command shares (--addr, and
+// the client's: --token and the TLS flags) and returns the positional
+// arguments.
 func adminFlags(name, usage string, args []string, stderr io.Writer, nargs int) (string, []string, bool) {
 	return adminFlagsWith(name, usage, args, stderr, nargs, nil)
 }
 
 // adminFlagsWith is adminFlags with flags of the command's own (extra may
-// be nil); nargs -1 takes zero or one positional argument.
+// be nil); nargs -1 takes zero or one positional argument. It sets
+// adminClient up to reach the node as the flags say.
 func adminFlagsWith(name, usage string, args []string, stderr io.Writer, nargs int, extra func(*flag.FlagSet)) (string, []string, bool) {
 	fs := flag.NewFlagSet("raftcat "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,8 +34,9 @@ func adminFlagsWith(name, usage string, args []string, stderr io.Writer, nargs i
 	if v := os.Getenv("RAFTCAT_ADDR"); v != "" {
 		def = v
 	}
-	addr := fs.String("addr", def, "base URL of any node of the cluster [RAFTCAT_ADDR]")
-	fs.StringVar(&cliToken, "token", os.Getenv("RAFTCAT_TOKEN"), "API token sent as Authorization: Bearer, for a cluster run with --auth=token [RAFTCAT_TOKEN]")
+	addr := fs.String("addr", def, "base URL of any node of the cluster; https:// for a node serving TLS [RAFTCAT_ADDR]")
+	var opts clientOptions
+	opts.bindFlags(fs)
 	if extra != nil {
 		extra(fs)
 	}
@@ -48,24 +51,21 @@ func adminFlagsWith(name, usage string, args []string, stderr io.Writer, nargs i
 		fs.Usage()
 		return "", nil, false
 	}
+	client, err := newClient(opts, adminTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "raftcat %s: %v\n", name, err)
+		return "", nil, false
+	}
+	adminClient = client
 	return strings.TrimRight(*addr, "/"), fs.Args(), true
 }
 
-var adminClient = &http.Client{Timeout: 10 * time.Minute, Transport: bearerTransport{}}
+// adminTimeout bounds an admin command's request; backups take long.
+const adminTimeout = 10 * time.Minute
 
-// cliToken is the token the command was given (--token or RAFTCAT_TOKEN).
-var cliToken string
-
-// bearerTransport sends cliToken with every request the commands make.
-type bearerTransport struct{}
-
-func (bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if cliToken != "" && r.Header.Get("Authorization") == "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+cliToken)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
+// adminClient is the client the admin commands reach the node with, as
+// adminFlagsWith set it up.
+var adminClient *http.Client
 
 // apiError extracts a readable message from an error answer.
 func apiError(resp *http.Response) error {

@@ -129,19 +129,31 @@ func (n *nodeAuth) apply(hc *httpapi.Config) {
 	hc.Auth, hc.Peer, hc.Audit = n.authn, n.peer, n.audit
 }
 
-// warn logs what an operator should know about the node's exposure.
-func (a *AuthConfig) warn(log *slog.Logger, httpAddr string, creds storage.StaticCredentials) {
+// warn logs what an operator should know about the node's exposure;
+// tlsOn tells whether the HTTP port serves HTTPS.
+func (a *AuthConfig) warn(log *slog.Logger, httpAddr string, creds storage.StaticCredentials, tlsOn bool) {
 	if a.Mode != string(auth.ModeNone) {
 		log.Info("authentication on: every API route needs a credential", "auth", a.Mode, "oidc_issuer", a.OIDC.Issuer)
 		if creds.S3AccessKeyID != "" && creds.ReadOnly == nil {
 			log.Warn("no read-only S3 keys (--s3-read-access-key-id): principals with SELECT but not MODIFY are vended the read-write --s3-access-key-id")
 		}
+		if !tlsOn && !onLoopback(httpAddr) {
+			log.Warn("--auth=token without TLS on a non-loopback address: tokens and vended storage credentials cross the network to " + httpAddr +
+				" in the clear; serve HTTPS with --tls-cert-file and --tls-key-file (or put a TLS proxy in front of every node)")
+		}
 		return
 	}
-	if host, _, err := net.SplitHostPort(httpAddr); err == nil && !isLoopback(host) {
+	if !onLoopback(httpAddr) {
 		log.Warn("--auth=none on a non-loopback address: anyone who can reach " + httpAddr +
 			" may read and change every table, drop catalogs, download backups and restore them; start every node with --auth=token --admin-token-file FILE")
 	}
+}
+
+// onLoopback reports whether a listen address (host:port) is reachable
+// from this machine only.
+func onLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err != nil || isLoopback(host)
 }
 
 func isLoopback(host string) bool {

@@ -70,6 +70,7 @@ type Config struct {
 	SharingCacheMiB      int64
 
 	Auth AuthConfig
+	TLS  TLSConfig
 }
 
 // bindFlags registers every serve flag; each can also be set through the
@@ -126,6 +127,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SharingTokenLifetime, "sharing-token-lifetime", 0, "default lifetime of a recipient's bearer token when the request sets no expiration_time (0: tokens do not expire)")
 	fs.Int64Var(&c.SharingCacheMiB, "sharing-cache-mib", 256, "memory bound of the Delta Sharing snapshot cache, in MiB")
 	c.Auth.bindFlags(fs)
+	c.TLS.bindFlags(fs)
 	fs.BoolVar(&c.LeaveOnTerminate, "leave-on-terminate", false, "on SIGTERM, leave the cluster (hand leadership over, get removed) before stopping")
 }
 
@@ -227,6 +229,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--log-format %q: want %s", c.LogFormat, strings.Join(logging.Formats, " or ")))
 	}
 	if err := c.Auth.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.TLS.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MetricsAddr != "" {

@@ -51,11 +51,16 @@ Usage:
   raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
   raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
   raftcat auth principal|token|whoami ...    manage principals and API tokens ('raftcat auth --help')
+  raftcat tls ca|cert create [flags]         make a CA, and node and client certificates it signs ('raftcat tls --help')
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
 followers forward to the leader. --token (or RAFTCAT_TOKEN) is the API token
-those commands send to a cluster run with --auth=token.
+those commands send to a cluster run with --auth=token. For a node serving
+HTTPS, --addr is https://..., --ca-file (RAFTCAT_CA_FILE) the CA that signed
+its certificate (default: the system's), and --cert-file and --key-file
+(RAFTCAT_CERT_FILE, RAFTCAT_KEY_FILE) a client certificate, for a node run
+with --tls-client-ca-file.
 
 Run 'raftcat serve --help' for the node's flags ('raftcat --help' prints this). Every flag can also be set
 through an environment variable: --node-id is RAFTCAT_NODE_ID, and so on.
@@ -81,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return membersCmd(args, stdout, stderr)
 	case "auth":
 		return authCmd(args, stdout, stderr)
+	case "tls":
+		return tlsCmd(args, stdout, stderr)
 	case "remove-node":
 		return postCmd("remove-node", "/v1/cluster/remove-node", args, stdout, stderr, 1)
 	case "transfer-leadership":
@@ -192,8 +199,15 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 		return err
 	}
 	defer na.closeAudit()
-	cfg.Auth.warn(log, ln.Addr().String(), cfg.Credentials)
-	node, err := cluster.Open(cfg.clusterConfig(log, reg))
+	serverTLS, clusterTLS, err := cfg.TLS.load(log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	cfg.Auth.warn(log, ln.Addr().String(), cfg.Credentials, serverTLS != nil)
+	cc := cfg.clusterConfig(log, reg)
+	withClusterTLS(&cc, clusterTLS) // MERGE: becomes cc.TLS = clusterTLS once cluster.Config has TLS
+	node, err := cluster.Open(cc)
 	if err != nil {
 		ln.Close()
 		return err
@@ -215,9 +229,11 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 	stopBootstrap := api.StartBootstrap(na.adminToken)
 	defer stopBootstrap()
 	srv := api.HTTPServer()
+	srv.ErrorLog = serverErrorLog(log)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
-	log.Info("serving HTTP", "http_addr", ln.Addr().String(), "storage_root", cfg.StorageRoot)
+	go func() { serveErr <- srv.Serve(httpListener(ln, api, serverTLS)) }()
+	log.Info("serving HTTP", "http_addr", ln.Addr().String(), "storage_root", cfg.StorageRoot,
+		"tls", serverTLS != nil, "client_certificates_required", cfg.TLS.ClientCAFile != "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -283,19 +299,25 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 var errHaltedLogged = errors.New("halted")
 
 func healthcheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("raftcat healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of the node")
-	leader := fs.Bool("leader", false, "exit 0 only if that node is also the leader (GET /readyz?leader; for scripts and load balancers, not container healthchecks: it fails on every follower)")
-	if err := fs.Parse(args); err != nil {
+	leader := false
+	addr, _, ok := adminFlagsWith("healthcheck", "healthcheck [--addr URL] [--leader]", args, stderr, 0, func(fs *flag.FlagSet) {
+		fs.BoolVar(&leader, "leader", false, "exit 0 only if that node is also the leader (GET /readyz?leader; for scripts and load balancers, not container healthchecks: it fails on every follower)")
+	})
+	if !ok {
 		return 2
 	}
 	path, what := "/readyz", "ready"
-	if *leader {
+	if leader {
 		path, what = "/readyz?leader", "the ready leader"
 	}
-	client := &http.Client{Timeout: 3 * time.Second}
-	resp, err := client.Get(*addr + path)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+path, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "not "+what+":", err)
+		return 1
+	}
+	resp, err := adminClient.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "not "+what+":", err)
 		return 1

@@ -36,6 +36,8 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  *logBuffer
 	done chan error
+
+	client *http.Client // what ready asks with (nil: http.DefaultClient)
 }
 
 // logBuffer collects a process's output; tests may read it while the
@@ -70,7 +72,11 @@ func (p *proc) start(t *testing.T, bin string) {
 }
 
 func (p *proc) ready() bool {
-	resp, err := http.Get(p.url + "/readyz")
+	client := p.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Get(p.url + "/readyz")
 	if err != nil {
 		return false
 	}
