@@ -64,7 +64,7 @@ func (s *Server) auditRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
-		if r := c.Request(); r.Header.Get(HeaderForwarded) == "" && audited(r.Method, c.Response().Status) {
+		if r := c.Request(); !s.fromPeer(r) && audited(r.Method, c.Response().Status) {
 			s.audit.write(s.auditRecord(c))
 		}
 		return nil

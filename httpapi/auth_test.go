@@ -29,15 +29,22 @@ type authCluster struct {
 
 func startAuthCluster(t *testing.T) *authCluster {
 	t.Helper()
+	return startAuthClusterWith(t, testcluster.Options{})
+}
+
+// startAuthClusterWith is startAuthCluster with more options.
+func startAuthClusterWith(t *testing.T, opts testcluster.Options) *authCluster {
+	t.Helper()
 	ac := &authCluster{audit: map[string]*logBuffer{}, log: map[string]*logBuffer{}}
 	for _, id := range []string{"node1", "node2", "node3"} {
 		ac.audit[id], ac.log[id] = &logBuffer{}, &logBuffer{}
 	}
-	ac.nodes = testcluster.Start(t, 3, testcluster.Options{AdminToken: adminToken,
-		Audit: func(id string) io.Writer { return ac.audit[id] },
-		Logger: func(id string) *slog.Logger {
-			return slog.New(slog.NewTextHandler(ac.log[id], &slog.HandlerOptions{Level: slog.LevelDebug}))
-		}})
+	opts.AdminToken = adminToken
+	opts.Audit = func(id string) io.Writer { return ac.audit[id] }
+	opts.Logger = func(id string) *slog.Logger {
+		return slog.New(slog.NewTextHandler(ac.log[id], &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ac.nodes = testcluster.Start(t, 3, opts)
 	return ac
 }
 

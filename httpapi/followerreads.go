@@ -162,7 +162,7 @@ func (f *followerReads) fetch() (uint64, error) {
 func (f *followerReads) fetchOnce() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readIndexTimeout)
 	defer cancel()
-	addr, err := f.s.cluster.LeaderHTTPAddr()
+	addr, err := f.s.proxy.leaderAddr()
 	if err != nil {
 		return 0, err
 	}

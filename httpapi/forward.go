@@ -59,14 +59,14 @@ func (s *Server) ToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // entryNode is the node a request entered the cluster at: the follower
-// that relayed it, or this one. Only a request that came over a relay
-// connection, the way followers send requests on, is counted at the
-// follower its header names: a client that sets the header on its own
-// request cannot steer leadership with it. (Which peer opened a relay
-// connection is not proven until node-to-node connections are
-// authenticated; see newLeaderProxy.)
+// that sent it on, or this one. Only a request that came over a relay
+// connection or a peer connection (Config.Peers), the ways followers send
+// requests on, is counted at the follower its header names: a client that
+// sets the header on its own request cannot steer leadership with it.
+// (Which peer opened a relay connection on the HTTP port is not proven;
+// on the cluster port it is authenticated.)
 func entryNode(r *http.Request, self string) string {
-	if via := r.Header.Get(HeaderForwarded); via != "" && relay.Relayed(r) {
+	if via := r.Header.Get(HeaderForwarded); via != "" && (relay.Relayed(r) || viaPeer(r)) {
 		return via
 	}
 	return self
@@ -84,6 +84,7 @@ type leaderProxy struct {
 	s      *Server
 	client *http.Client
 	relay  *relay.Client
+	peers  Peers // Config.Peers
 }
 
 // peerDialTimeout bounds dialling a peer.
@@ -91,9 +92,12 @@ const peerDialTimeout = 2 * time.Second
 
 // newLeaderProxy is the one place this node's connections to its peers
 // are made: the relay client (one multiplexed connection per leader) and
-// the transport of plain HTTP exchanges both start here, so securing
-// node-to-node traffic is a change to this function.
+// the transport of plain HTTP exchanges both start here. With
+// Config.Peers both dial through it, to the addresses leaderAddr and
+// memberAddr give: mutual TLS with the cluster CA, inside which the
+// exchanges are plain HTTP/1.1. Without it they dial peers' HTTP ports.
 func newLeaderProxy(s *Server) *leaderProxy {
+	p := &leaderProxy{s: s, peers: s.cfg.Peers, relay: relay.NewClient(peerDialTimeout)}
 	transport := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: peerDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
@@ -101,14 +105,41 @@ func newLeaderProxy(s *Server) *leaderProxy {
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	rc := relay.NewClient(peerDialTimeout)
-	rc.UpgradeHeader = func() http.Header {
+	if p.peers != nil {
+		transport.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, peerDialTimeout)
+			defer cancel()
+			return p.peers.DialPeer(ctx, addr)
+		}
+		p.relay.Dial = p.peers.DialPeer
+	}
+	p.relay.UpgradeHeader = func() http.Header {
 		h := http.Header{}
 		s.signPeer(h, http.MethodGet, relay.Path)
 		return h
 	}
-	return &leaderProxy{s: s, relay: rc, client: &http.Client{Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	p.client = &http.Client{Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return p
+}
+
+// leaderAddr is where every request to the leader goes: its cluster
+// address with Config.Peers, else its HTTP address.
+func (p *leaderProxy) leaderAddr() (string, error) {
+	if p.peers != nil {
+		return p.peers.LeaderPeerAddr()
+	}
+	return p.s.cluster.LeaderHTTPAddr()
+}
+
+// memberAddr is where requests to member m go: its cluster address (the
+// raft address, which the cluster port serves) with Config.Peers, else
+// its HTTP address.
+func (p *leaderProxy) memberAddr(m clusterapi.Member) string {
+	if p.peers != nil {
+		return m.RaftAddr
+	}
+	return m.HTTPAddr
 }
 
 // forward sends the request to the current leader and copies its answer
@@ -120,7 +151,7 @@ func (p *leaderProxy) forward(c echo.Context, body []byte, deadline time.Time) (
 		if p.s.cluster.IsLeader() {
 			return true, nil
 		}
-		addr, lerr := p.s.cluster.LeaderHTTPAddr()
+		addr, lerr := p.leaderAddr()
 		if lerr == nil {
 			sent, ferr := p.relaySend(c, addr, body)
 			if ferr == nil {
@@ -157,8 +188,7 @@ func (p *leaderProxy) relaySend(c echo.Context, addr string, body []byte) (sent 
 		return p.send(c, addr, bytes.NewReader(body))
 	}
 	header := in.Header.Clone()
-	header.Set(HeaderForwarded, p.s.cluster.ID())
-	p.s.signForward(c, header, in.Method, in.URL.RequestURI())
+	p.stamp(c, header)
 	out := &http.Request{Method: in.Method, URL: in.URL, Host: in.Host, Header: header}
 	resp, sent, err := p.relay.Do(in.Context(), hostport, out, body)
 	if errors.Is(err, relay.ErrUnsupported) {
@@ -184,8 +214,7 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 		}
 		out.Header[k] = vs
 	}
-	out.Header.Set(HeaderForwarded, p.s.cluster.ID())
-	p.s.signForward(c, out.Header, in.Method, in.URL.RequestURI())
+	p.stamp(c, out.Header)
 	out.Host = in.Host // the leader answers as the node the client reached (URLs it builds)
 	resp, err := p.client.Do(out)
 	if err != nil {
@@ -193,6 +222,27 @@ func (p *leaderProxy) send(c echo.Context, addr string, body io.Reader) (sent bo
 		return !(errors.As(err, &op) && op.Op == "dial"), err
 	}
 	return p.answerUnlessMoved(c, addr, resp)
+}
+
+// stamp marks a request this node sends on to the leader: which node
+// sent it, the caller it authenticated (signForward), and the scheme the
+// client used, so that the URLs the leader builds keep it (see BaseURL):
+// https when the client came over TLS, unless its request already said
+// (a proxy in front of this node).
+func (p *leaderProxy) stamp(c echo.Context, h http.Header) {
+	in := c.Request()
+	h.Set(HeaderForwarded, p.s.cluster.ID())
+	p.s.signForward(c, h, in.Method, in.URL.RequestURI())
+	if in.TLS != nil && h.Get(echo.HeaderXForwardedProto) == "" {
+		h.Set(echo.HeaderXForwardedProto, "https")
+	}
+}
+
+// BaseURL is the URL the client reached this API at, for the URLs a
+// protocol hands out: the scheme it used at the node it entered the
+// cluster at (see stamp) and the host it asked for.
+func BaseURL(c echo.Context) string {
+	return c.Scheme() + "://" + c.Request().Host
 }
 
 // errLeaderMoved is a forwarded request's refusal by a node that no
@@ -259,7 +309,7 @@ func leaderURL(addr string) string {
 func (s *Server) StreamToLeader(c echo.Context) error { return s.proxy.stream(c) }
 
 func (p *leaderProxy) stream(c echo.Context) error {
-	addr, err := p.s.cluster.LeaderHTTPAddr()
+	addr, err := p.leaderAddr()
 	if err != nil {
 		return err
 	}
@@ -283,7 +333,7 @@ func (s *Server) CallLeader(ctx context.Context, method, path string, body []byt
 func (p *leaderProxy) callLeader(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	deadline := time.Now().Add(p.s.cfg.LeaderWait)
 	for {
-		addr, err := p.s.cluster.LeaderHTTPAddr()
+		addr, err := p.leaderAddr()
 		if err == nil {
 			req, rerr := http.NewRequestWithContext(ctx, method, leaderURL(addr)+path, bytes.NewReader(body))
 			if rerr != nil {

@@ -33,12 +33,13 @@ var httpClient = &http.Client{Timeout: 60 * time.Second}
 
 // api talks to one node over real HTTP.
 type api struct {
-	t    testing.TB
-	base string
+	t      testing.TB
+	base   string
+	client *http.Client // nil: httpClient
 }
 
 // with returns a client that reports failures to another test (a subtest).
-func (a *api) with(t testing.TB) *api { return &api{t: t, base: a.base} }
+func (a *api) with(t testing.TB) *api { return &api{t: t, base: a.base, client: a.client} }
 
 // reply is a decoded HTTP answer.
 type reply struct {
@@ -87,7 +88,11 @@ func (a *api) do(method, path string, body any, hdr ...string) reply {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := httpClient.Do(req)
+	client := httpClient
+	if a.client != nil {
+		client = a.client
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -119,7 +119,7 @@ func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *h
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "raftcat_auth_failures_total",
 		Help: "Requests refused for their credentials, by protocol and reason (missing, invalid, expired, revoked, throttled)."}, []string{"protocol", "reason"})
 	m.peerRefusals = prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_peer_refusals_total",
-		Help: "Forwarded requests and relay connections refused because they claimed to come from a cluster peer without a valid signature."})
+		Help: "Forwarded requests and relay connections refused because they claimed to come from a cluster peer without a valid signature, or on the client port when peers have the cluster port."})
 	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.authFailures, m.peerRefusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raftcat_relay_connections",
 			Help: "Relay connections followers hold open to this node."}, func() float64 { return float64(relayStats().Connections) }),

@@ -20,7 +20,20 @@ import (
 // scrape reads a node's /metrics with the Prometheus text parser.
 func scrape(t testing.TB, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := httpClient.Get(base + "/metrics")
+	return scrapeAs(t, base, "")
+}
+
+// scrapeAs scrapes with a bearer token ("" for none).
+func scrapeAs(t testing.TB, base, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

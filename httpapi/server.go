@@ -93,6 +93,12 @@ type Config struct {
 	// AuthFailures limits failed authentications per client address
 	// (nil: 20 at once, then one a second).
 	AuthFailures *auth.FailureLimiter
+
+	// Peers, if set, is the network between nodes every request to a peer
+	// goes over, and on whose listener this node serves its peers; the
+	// client port then refuses what only peers send. Nil: peers send to
+	// each other's HTTP ports, in plain HTTP, as releases before it did.
+	Peers Peers
 }
 
 // HTTP server defaults.
@@ -104,9 +110,15 @@ const (
 
 // HTTPServer returns the http.Server that serves this API, with its
 // timeouts. There is no write timeout: backups stream for as long as they
-// take.
+// take. With Config.Peers, the first call also starts serving peers on
+// the cluster port (see servePeers); Shutdown and Close stop that too.
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: DefaultReadHeaderTimeout,
+	s.servePeers()
+	return s.httpServer(s.Handler())
+}
+
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout: orDefault(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: orDefault(s.cfg.IdleTimeout, DefaultIdleTimeout)}
 }
 
@@ -135,6 +147,7 @@ type Server struct {
 	proxy   *leaderProxy
 	reads   *followerReads
 	relay   *relay.Server // serves requests followers relay to this node
+	peerSrv *http.Server  // serves peers on the cluster port (Config.Peers)
 	groups  []Group       // registered with Mount, longest prefix first
 
 	txPlanners map[string]TxPlanner // by operation kind (AddTxPlanner)
@@ -147,6 +160,7 @@ type Server struct {
 	observers  []func(RequestInfo) // see ObserveRequests
 	routesOnce sync.Once
 	routeSet   map[string]bool // route templates, for the route label
+	peersOnce  sync.Once       // see servePeers
 }
 
 // New builds the Echo application; it serves no route until protocols
@@ -173,6 +187,7 @@ func New(c DataPath, cfg Config) *Server {
 	s.failLog = Throttled(s.log, FailureLogInterval, "code", "path")
 	s.proxy = newLeaderProxy(s)
 	s.relay = &relay.Server{Handler: s.e, MaxFrame: int(cfg.MaxBodyBytes) + 1<<20, FrameTimeout: cfg.FrameTimeout}
+	s.peerSrv = s.newPeerServer()
 	s.metrics = newHTTPMetrics(cfg.Metrics, s.relay.Stats)
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.handleError
@@ -203,30 +218,49 @@ func (s *Server) RelayStats() relay.Stats { return s.relay.Stats() }
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if relay.IsUpgrade(r) {
-			if err := s.relayUpgradeAllowed(r); err != nil {
-				s.metrics.peerRefusals.Inc()
-				s.log.Warn("refused a relay connection from a node that cannot prove it is a cluster peer",
-					"remote", r.RemoteAddr, "claimed_node", r.Header.Get(HeaderForwarded), "err", err)
-				http.Error(w, "relay: not a cluster peer: "+err.Error(), http.StatusForbidden)
-				return
-			}
-			s.relay.ServeHTTP(w, r)
+			s.serveRelay(w, r)
 			return
 		}
 		s.e.ServeHTTP(w, r)
 	})
 }
 
+// serveRelay takes a relay connection over, if it comes from a peer: on
+// the cluster port with Config.Peers, and signed with the cluster key
+// when there is one.
+func (s *Server) serveRelay(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Peers != nil && !viaPeer(r) {
+		s.refuseRelay(w, r, "refused a relay connection on the client port: relay connections come over the cluster port", errClientPort)
+		return
+	}
+	if err := s.relayUpgradeAllowed(r); err != nil {
+		s.refuseRelay(w, r, "refused a relay connection from a node that cannot prove it is a cluster peer", err)
+		return
+	}
+	s.relay.ServeHTTP(w, r)
+}
+
+func (s *Server) refuseRelay(w http.ResponseWriter, r *http.Request, msg string, err error) {
+	s.metrics.peerRefusals.Inc()
+	s.log.Warn(msg, "remote", r.RemoteAddr, "claimed_node", r.Header.Get(HeaderForwarded), "err", err)
+	http.Error(w, "relay: not a cluster peer: "+err.Error(), http.StatusForbidden)
+}
+
 // Shutdown stops srv (the server this handler runs in) gracefully. The
 // relay connections followers opened to this node drain alongside it:
 // requests relayed here finish and are answered (or until ctx ends), and
 // followers send the ones not served yet again; srv's own Shutdown does
-// not see them (they are taken over). Once no request is served here any
+// not see them (they are taken over). So do peers' other connections on
+// the cluster port (Config.Peers). Once no request is served here any
 // more, this node's own relay connections to the leader close.
 func (s *Server) Shutdown(ctx context.Context, srv *http.Server) error {
-	relayDrained := make(chan error, 1)
+	relayDrained, peersDrained := make(chan error, 1), make(chan error, 1)
 	go func() { relayDrained <- s.relay.Shutdown(ctx) }()
+	go func() { peersDrained <- s.shutdownPeers(ctx) }()
 	err := srv.Shutdown(ctx)
+	if perr := <-peersDrained; err == nil && perr != nil {
+		err = fmt.Errorf("draining peer connections: %w", perr)
+	}
 	if rerr := <-relayDrained; err == nil && rerr != nil {
 		err = fmt.Errorf("draining relay connections: %w", rerr)
 	}
@@ -234,10 +268,21 @@ func (s *Server) Shutdown(ctx context.Context, srv *http.Server) error {
 	return err
 }
 
-// Close closes srv at once; requests relayed here still get up to 5 s to
-// be answered before the relay connections close.
+func (s *Server) shutdownPeers(ctx context.Context) error {
+	if s.peerSrv == nil {
+		return nil
+	}
+	return s.peerSrv.Shutdown(ctx)
+}
+
+// Close closes srv, and the cluster port's server with Config.Peers, at
+// once; requests relayed here still get up to 5 s to be answered before
+// the relay connections close.
 func (s *Server) Close(srv *http.Server) error {
 	err := srv.Close()
+	if s.peerSrv != nil {
+		_ = s.peerSrv.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.relay.Shutdown(ctx)

@@ -95,7 +95,7 @@ func secret(n int) string {
 
 // activationURL is where a token's profile is downloaded.
 func (s *Server) activationURL(c echo.Context, code string) string {
-	return c.Scheme() + "://" + c.Request().Host + ActivationPath + "/" + code
+	return httpapi.BaseURL(c) + ActivationPath + "/" + code
 }
 
 func (s *Server) recipientAnswer(c echo.Context, res fsm.Result) error {

@@ -122,7 +122,7 @@ func (s *Server) endpoint(c echo.Context) string {
 	if s.cfg.Endpoint != "" {
 		return strings.TrimRight(s.cfg.Endpoint, "/")
 	}
-	return c.Scheme() + "://" + c.Request().Host + Prefix
+	return httpapi.BaseURL(c) + Prefix
 }
 
 // tableVersion answers GET .../version and HEAD .../{table}: the latest

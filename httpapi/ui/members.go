@@ -62,7 +62,7 @@ func (s *Server) members(ctx context.Context, local clusterapi.Status) []member 
 		case m.HTTPAddr == "":
 			out[i].Error = "its HTTP address is unknown (not seen through gossip)"
 		default:
-			wg.Go(func() { out[i].answered(s.fetchStatus(ctx, m.HTTPAddr)) })
+			wg.Go(func() { out[i].answered(s.fetchStatus(ctx, m)) })
 		}
 	}
 	wg.Wait()
@@ -123,13 +123,13 @@ func leaderAutopilot(ms []member) *clusterapi.AutopilotStatus {
 	return nil
 }
 
-// fetchStatus asks the member at httpAddr for its status (GET
-// /v1/cluster), within peerTimeout.
-func (s *Server) fetchStatus(ctx context.Context, httpAddr string) (clusterapi.Status, error) {
+// fetchStatus asks member m for its status (GET /v1/cluster), within
+// peerTimeout.
+func (s *Server) fetchStatus(ctx context.Context, m clusterapi.Member) (clusterapi.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
 	var st clusterapi.Status
-	resp, err := s.core.PeerGet(ctx, httpAddr, "/v1/cluster")
+	resp, err := s.core.PeerGet(ctx, m, "/v1/cluster")
 	if err != nil {
 		return st, fmt.Errorf("unreachable: %w", unwrapURLError(err))
 	}

@@ -29,6 +29,10 @@ type Client struct {
 	// UpgradeHeader, if set, gives headers the upgrade request carries
 	// (a peer's proof that it belongs to the cluster).
 	UpgradeHeader func() http.Header
+	// Dial, if set, connects to addr instead of a plain TCP dial (a
+	// network between peers that authenticates them); ctx bounds the
+	// dial, the upgrade has its own deadline.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	dialer      net.Dialer
 	mu          sync.Mutex
@@ -242,7 +246,7 @@ func (c *Client) dial(cc *clientConn) {
 }
 
 func (c *Client) upgrade(addr string) (net.Conn, *bufio.Reader, error) {
-	conn, err := c.dialer.Dial("tcp", addr)
+	conn, err := c.connect(addr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,6 +272,17 @@ func (c *Client) upgrade(addr string) (net.Conn, *bufio.Reader, error) {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return conn, br, nil
+}
+
+// connect dials addr, through Dial when it is set, within the dial
+// timeout.
+func (c *Client) connect(addr string) (net.Conn, error) {
+	if c.Dial == nil {
+		return c.dialer.Dial("tcp", addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.dialer.Timeout)
+	defer cancel()
+	return c.Dial(ctx, addr)
 }
 
 // Close closes every connection; requests in flight fail as sent.

@@ -110,6 +110,37 @@ func TestConcurrentRequestsShareOneConnection(t *testing.T) {
 	}
 }
 
+// TestDialConnectsInsteadOfTCP: a client with Dial reaches the server
+// only through it, under the address the caller named, and the dial has
+// a deadline.
+func TestDialConnectsInsteadOfTCP(t *testing.T) {
+	addr, conns := server(t, &Server{Handler: echoHandler}, http.NotFoundHandler())
+	c := NewClient(time.Second)
+	defer c.Close()
+	var dials atomic.Int64
+	c.Dial = func(ctx context.Context, named string) (net.Conn, error) {
+		if _, ok := ctx.Deadline(); !ok || named != "peer.invalid:1" {
+			return nil, fmt.Errorf("dial of %q (deadline %v)", named, ok)
+		}
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	for i := range 3 {
+		resp, _, err := c.Do(context.Background(), "peer.invalid:1", request(t, http.MethodGet, fmt.Sprintf("/d/%d", i), nil), nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if want := fmt.Sprintf("GET /d/%d host=catalog.example body=", i); string(body) != want {
+			t.Fatalf("request %d answered %q, want %q", i, body, want)
+		}
+	}
+	if dials.Load() != 1 || conns.Load() != 1 {
+		t.Fatalf("%d dials, %d connections accepted; want 1 and 1", dials.Load(), conns.Load())
+	}
+}
+
 // TestServerWithoutRelayIsUnsupported: a server that does not upgrade
 // yields ErrUnsupported with nothing sent, so the caller can fall back.
 func TestServerWithoutRelayIsUnsupported(t *testing.T) {

@@ -57,6 +57,8 @@ type Node struct {
 	oidc           *auth.OIDC
 	audit          io.Writer
 	stopBootstrap  func()
+	peers          func(*Node) httpapi.Peers
+	wrapHTTP       func(id string, ln net.Listener) net.Listener
 }
 
 // Options tune a test cluster.
@@ -102,6 +104,13 @@ type Options struct {
 	OIDC *auth.OIDC
 	// Audit, if set, receives the nodes' audit logs (by node id).
 	Audit func(id string) io.Writer
+	// Peers, if set, gives each node, opened but not serving yet, the
+	// network its requests to peers go over (httpapi.Config.Peers); it is
+	// called again at every restart.
+	Peers func(nd *Node) httpapi.Peers
+	// HTTPListener, if set, wraps each node's HTTP listener (by node id),
+	// to watch what reaches it.
+	HTTPListener func(id string, ln net.Listener) net.Listener
 }
 
 // Placement tunes the leadership placement policy for a test.
@@ -165,7 +174,7 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 	t.Helper()
 	nd := &Node{Dir: t.TempDir(), http: "127.0.0.1:0", leaderWait: opts.LeaderWait, creds: opts.Credentials,
 		icebergObjects: opts.IcebergObjects, sharingURLTTL: opts.SharingURLTTL, blobOptions: opts.Objects, followerReads: opts.FollowerReads,
-		recent: logging.NewRecent(0), adminToken: opts.AdminToken, oidc: opts.OIDC}
+		recent: logging.NewRecent(0), adminToken: opts.AdminToken, oidc: opts.OIDC, peers: opts.Peers, wrapHTTP: opts.HTTPListener}
 	if opts.Audit != nil {
 		nd.audit = opts.Audit(id)
 	}
@@ -222,6 +231,9 @@ func (nd *Node) start() error {
 	objects := storage.Instrumented(nd.objects, reg)
 	hc := httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg,
 		FollowerReads: nd.followerReads, Audit: nd.audit}
+	if nd.peers != nil {
+		hc.Peers = nd.peers(nd)
+	}
 	if err := nd.authConfig(&hc); err != nil {
 		ln.Close()
 		_ = node.Shutdown()
@@ -234,6 +246,9 @@ func (nd *Node) start() error {
 		Sharing: sharing.Config{Objects: objects, URLTTL: nd.sharingURLTTL},
 		Lance:   lance.Config{Objects: objects, Credentials: nd.creds}, UI: ui.Config{Recent: nd.recent}})
 	nd.srv = nd.api.HTTPServer()
+	if nd.wrapHTTP != nil {
+		ln = nd.wrapHTTP(nd.cfg.NodeID, ln)
+	}
 	go nd.srv.Serve(nd.api.Listener(ln))
 	nd.up = true
 	if nd.adminToken != "" {
@@ -290,6 +305,10 @@ func (nd *Node) Restart(t testing.TB, join ...string) {
 		t.Fatalf("restart %s: %v", nd.cfg.NodeID, err)
 	}
 }
+
+// Handler is the node's HTTP handler, to serve it elsewhere too (over
+// TLS, say).
+func (nd *Node) Handler() http.Handler { return nd.api.Handler() }
 
 // Up reports whether the node is running.
 func (nd *Node) Up() bool { return nd.up }
