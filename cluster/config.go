@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftcat/raftcat/internal/tlsutil"
 )
 
 // Config is what a node needs to join the replication layer.
@@ -22,6 +24,10 @@ type Config struct {
 	GossipAdvertise string // empty: GossipBind
 	HTTPAdvertise   string // host:port (or URL) peers forward client requests to
 	Join            []string
+	// TLS, if set, is mutual TLS on the cluster (raft) port: peers must
+	// present a node certificate of the cluster CA. Nil: plaintext, the
+	// wire format of releases before TLS, which rolling upgrades rely on.
+	TLS             *tlsutil.Cluster
 	BootstrapExpect int
 	// StorageRoot becomes the metastore's managed storage root when this
 	// node bootstraps a new cluster.

@@ -24,6 +24,8 @@ type nodeMetrics struct {
 	placementHeld  prometheus.Counter
 	logSync        prometheus.Observer // a sync of the segment log files
 	durableWait    prometheus.Observer // a follower's acceptance held for the leader's sync
+	// connRefused counts the cluster port's refused connections by reason.
+	connRefused *prometheus.CounterVec
 }
 
 // newNodeMetrics registers the metrics observed as things happen; the
@@ -56,10 +58,11 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		Help:    "Time a follower's acceptance of entries waited on the leader for the leader's own sync of them, before raft counted it towards a commit.",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
 	m.logSync, m.durableWait = logSync, durableWait
+	m.connRefused = newRefusedCounter()
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld, logSync, durableWait)
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld, logSync, durableWait, m.connRefused)
 	return m
 }
 

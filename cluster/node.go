@@ -47,6 +47,7 @@ type Node struct {
 	logs      raft.LogStore         // the log store in use
 	snaps     raft.SnapshotStore
 	trans     *raft.NetworkTransport
+	port      *streamLayer // the cluster port: raft's stream layer and peer HTTP
 	lease     *readLease
 	leaders   leaderLog
 	leaderCh  chan raft.Observation
@@ -167,11 +168,14 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
-	stream, err := newStreamLayer(n.cfg.RaftBind, n.cfg.RaftAdvertise)
+	stream, err := newStreamLayer(n.cfg.RaftBind, n.cfg.RaftAdvertise, portConfig{tls: n.cfg.TLS, log: n.log,
+		refused: n.metrics.connRefused, handshake: handshakeTimeout, logEvery: refusalLogWindow})
 	if err != nil {
 		return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftBind, err)
 	}
+	n.port = stream
 	n.trans = raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog)
+	n.log.Info("cluster port open", "addr", stream.Addr().String(), "mutual_tls", n.cfg.TLS != nil)
 	n.lease = &readLease{self: raft.ServerID(n.cfg.NodeID), now: time.Now, acks: map[raft.ServerID]leaseAck{},
 		established: n.established, promise: n.leasePromise, log: n.log}
 	if !n.cfg.DisableReadLease {

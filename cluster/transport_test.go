@@ -10,13 +10,9 @@ import (
 )
 
 func TestStreamLayerKeepsHostNamesAndDialsThem(t *testing.T) {
-	s, err := newStreamLayer("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openPort(t, nil, time.Second)
 	_, port, _ := net.SplitHostPort(s.Addr().String())
-	named, err := newStreamLayer("127.0.0.1:0", "localhost:"+port)
+	named, err := newStreamLayer("127.0.0.1:0", "localhost:"+port, s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +32,20 @@ func TestStreamLayerKeepsHostNamesAndDialsThem(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial by host name: %v", err)
 	}
-	c.Close()
+	defer c.Close()
+	if _, err := c.Write([]byte{0}); err != nil { // a raft RPC type: what routes it to raft
+		t.Fatal(err)
+	}
 	if err := <-accepted; err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestStreamLayerRefusesUnreachableAdvertise(t *testing.T) {
-	if _, err := newStreamLayer("0.0.0.0:0", ""); err == nil || !strings.Contains(err.Error(), "advertise") {
+	if _, err := newStreamLayer("0.0.0.0:0", "", portConfig{}); err == nil || !strings.Contains(err.Error(), "advertise") {
 		t.Fatalf("binding all interfaces without an advertise address: %v", err)
 	}
-	if _, err := newStreamLayer("127.0.0.1:0", "no-port"); err == nil {
+	if _, err := newStreamLayer("127.0.0.1:0", "no-port", portConfig{}); err == nil {
 		t.Fatal("advertise address without a port was accepted")
 	}
 }

@@ -113,6 +113,11 @@ func verifyRaw(raw [][]byte, pool *x509.CertPool) error {
 	return verifyNode(certs[0], certs[1:], pool)
 }
 
+// ErrNotNodeCert is a certificate made for client authentication only,
+// presented where a node certificate is needed; the cluster port tells
+// this refusal apart from a certificate of another CA.
+var ErrNotNodeCert = errors.New("not a node certificate (made for client authentication only)")
+
 // verifyNode checks that pool's CA signed leaf, that it is valid now, and
 // that it is a node certificate: made for both server and client auth.
 func verifyNode(leaf *x509.Certificate, intermediates []*x509.Certificate, pool *x509.CertPool) error {
@@ -127,7 +132,7 @@ func verifyNode(leaf *x509.Certificate, intermediates []*x509.Certificate, pool 
 	}
 	for _, want := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
 		if !slices.Contains(leaf.ExtKeyUsage, want) {
-			return fmt.Errorf("certificate %q is not a node certificate (made for client authentication only)", leaf.Subject.CommonName)
+			return fmt.Errorf("certificate %q: %w", leaf.Subject.CommonName, ErrNotNodeCert)
 		}
 	}
 	return nil
