@@ -28,7 +28,7 @@ func TestBearerReachesEveryRequest(t *testing.T) {
 		if _, got, err := s.send(context.Background(), http.MethodGet, srv.URL, nil, &buf); err != nil || string(got) != want {
 			t.Errorf("shared client, token %q: sent %q (%v)", token, got, err)
 		}
-		c := newConnClient(token)
+		c := newConnClient(token, nil)
 		if _, got, err := c.send(context.Background(), http.MethodGet, srv.URL, nil, &buf); err != nil || string(got) != want {
 			t.Errorf("own connection, token %q: sent %q (%v)", token, got, err)
 		}

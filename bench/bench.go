@@ -10,6 +10,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,14 @@ type Config struct {
 	// runs the workload on it, alternating with the cluster with it (Auth
 	// must be "token"): what authentication costs.
 	AgainstAuthOff bool
+	// Secure starts the cluster with transport security on (TLS, mutual
+	// TLS between nodes, encrypted gossip) and authentication (Auth
+	// "token"), and beside it the same cluster without transport
+	// security, the workload alternating between them: what TLS costs.
+	Secure bool
+	// TLS is what requests to the cluster at URLs trust (nil: the
+	// system's roots).
+	TLS *tls.Config
 }
 
 // AuthToken is the Auth of a cluster whose API needs a token.
@@ -128,6 +137,17 @@ type Report struct {
 	AuthP99Ratio        float64   `json:"auth_p99_ratio,omitempty"`
 	AuthRoundRatios     []float64 `json:"auth_round_throughput_ratios,omitempty"`
 	AuthOffBreakdown    []Stage   `json:"auth_off_breakdown,omitempty"`
+	// Secure is set when raftcat's cluster ran with transport security;
+	// TLSOff is then the same cluster's result without it, and the TLS
+	// ratios are raftcat's (TLS on) commits/s and latencies over its,
+	// overall and by round; TLSOffBreakdown is its commits' breakdown.
+	Secure             bool      `json:"secure,omitempty"`
+	TLSOff             *Result   `json:"tls_off,omitempty"`
+	TLSThroughputRatio float64   `json:"tls_throughput_ratio,omitempty"`
+	TLSP50Ratio        float64   `json:"tls_p50_ratio,omitempty"`
+	TLSP99Ratio        float64   `json:"tls_p99_ratio,omitempty"`
+	TLSRoundRatios     []float64 `json:"tls_round_throughput_ratios,omitempty"`
+	TLSOffBreakdown    []Stage   `json:"tls_off_breakdown,omitempty"`
 }
 
 // system is one store the workload can run against.
@@ -293,13 +313,16 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		iceAt, runs = len(runs), append(runs, &systemRun{sys: &icebergSystem{rc: rc}})
 	}
 	var off *raftcatSystem
-	if cfg.AgainstAuthOff {
-		offCfg := cfg
-		offCfg.Auth, offCfg.Token = "none", ""
-		if off, err = startRaftcat(ctx, offCfg, "auth-off", log); err != nil {
+	if offCfg, label, ok := cfg.baseline(); ok {
+		if off, err = startRaftcat(ctx, offCfg, label, log); err != nil {
 			return rep, err
 		}
 		offAt, runs = len(runs), append(runs, &systemRun{sys: off})
+	}
+	rep.Secure = cfg.Secure
+	offRounds, offBreakdown := &rep.AuthRoundRatios, &rep.AuthOffBreakdown
+	if cfg.Secure {
+		offRounds, offBreakdown = &rep.TLSRoundRatios, &rep.TLSOffBreakdown
 	}
 	for _, r := range runs {
 		if err := r.prepare(ctx, cfg, log); err != nil {
@@ -328,14 +351,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 			rep.IcebergRoundRatios = append(rep.IcebergRoundRatios, ratio(rates[iceAt], rates[0]))
 		}
 		if cfg.Rounds > 1 && offAt > 0 {
-			rep.AuthRoundRatios = append(rep.AuthRoundRatios, ratio(rates[0], rates[offAt]))
+			*offRounds = append(*offRounds, ratio(rates[0], rates[offAt]))
 		}
 	}
 	for _, r := range runs {
 		r.closeClients()
 	}
 	rep.Breakdown = breakdownEnd(ctx, rc, before, log) // before verification reads the tables
-	rep.AuthOffBreakdown = breakdownEnd(ctx, off, beforeOff, log)
+	*offBreakdown = breakdownEnd(ctx, off, beforeOff, log)
 	results := make([]Result, len(runs))
 	for i, r := range runs {
 		if results[i], err = r.result(ctx, cfg, log); err != nil {
@@ -365,14 +388,35 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		rep.IcebergP99Ratio = ratio(ice.Latency.P99, r.Latency.P99)
 		rep.IcebergP50Ratio = ratio(ice.Latency.P50, r.Latency.P50)
 	}
-	if offAt > 0 {
-		o := results[offAt]
+	if offAt > 0 && cfg.Secure {
+		rep.TLSOff = &results[offAt]
+		rep.TLSThroughputRatio, rep.TLSP50Ratio, rep.TLSP99Ratio = compare(r, results[offAt])
+	} else if offAt > 0 {
 		rep.AuthOff = &results[offAt]
-		rep.AuthThroughputRatio = ratio(r.CommitsPerSec, o.CommitsPerSec)
-		rep.AuthP99Ratio = ratio(r.Latency.P99, o.Latency.P99)
-		rep.AuthP50Ratio = ratio(r.Latency.P50, o.Latency.P50)
+		rep.AuthThroughputRatio, rep.AuthP50Ratio, rep.AuthP99Ratio = compare(r, results[offAt])
 	}
 	return rep, nil
+}
+
+// compare is a's commits/s, p50 and p99 over b's.
+func compare(a, b Result) (throughput, p50, p99 float64) {
+	return ratio(a.CommitsPerSec, b.CommitsPerSec), ratio(a.Latency.P50, b.Latency.P50), ratio(a.Latency.P99, b.Latency.P99)
+}
+
+// baseline is the cluster a comparison runs beside raftcat's, and its
+// label: without authentication (AgainstAuthOff) or without transport
+// security (Secure).
+func (cfg Config) baseline() (Config, string, bool) {
+	b := cfg
+	switch {
+	case cfg.AgainstAuthOff:
+		b.Auth, b.Token = "none", ""
+		return b, "auth-off", true
+	case cfg.Secure:
+		b.Secure = false
+		return b, "tls-off", true
+	}
+	return b, "", false
 }
 
 // checkAuth checks the authentication settings.
@@ -386,6 +430,10 @@ func (cfg *Config) checkAuth() error {
 		return errors.New("bench: the comparison with authentication off starts both clusters; it does not take URLs")
 	case cfg.AgainstAuthOff && cfg.Protocol != "delta":
 		return errors.New("bench: the comparison with authentication off runs the Delta workload only")
+	case cfg.Secure && cfg.AgainstAuthOff:
+		return errors.New("bench: secure compares transport security on and off; run the comparison with authentication off apart")
+	case cfg.Secure && (cfg.Auth != AuthToken || len(cfg.URLs) > 0 || cfg.Protocol != "delta"):
+		return errors.New("bench: secure starts both clusters itself, with authentication on (auth token), and runs the Delta workload")
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func (d stageDef) total(snap metricsSnapshot) (sum, count float64) {
 
 // writeBreakdown prints the stages as a table; with off (the same
 // stages on the cluster without authentication), side by side.
-func writeBreakdown(w io.Writer, stages, off []Stage) {
+func writeBreakdown(w io.Writer, stages, off []Stage, what string) {
 	if len(off) != len(stages) {
 		off = nil
 	}
@@ -141,7 +141,7 @@ func writeBreakdown(w io.Writer, stages, off []Stage) {
 	if off == nil {
 		fmt.Fprintf(w, "  %-50s %9s %9s\n", title, "mean ms", "count")
 	} else {
-		fmt.Fprintf(w, "  %-50s %9s %9s %9s\n", title, "auth on", "auth off", "count")
+		fmt.Fprintf(w, "  %-50s %9s %9s %9s\n", title, what+" on", what+" off", "count")
 	}
 	for i, s := range stages {
 		line := fmt.Sprintf("  %-50s %9.3f %9.0f", s.Name, s.MeanMs, s.Count)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ type connClient struct {
 	timeout   time.Duration // of one exchange
 	idleLimit time.Duration // see connIdleLimit
 	token     bearer        // sent with every request
+	tls       *tls.Config   // for https:// URLs (nil: plain HTTP)
 	conn      net.Conn
 	host      string
 	br        *bufio.Reader
@@ -33,8 +35,8 @@ type connClient struct {
 // between rounds, while the other systems run.
 const connIdleLimit = 2 * time.Second
 
-func newConnClient(token bearer) *connClient {
-	return &connClient{timeout: 30 * time.Second, idleLimit: connIdleLimit, token: token}
+func newConnClient(token bearer, tlsConfig *tls.Config) *connClient {
+	return &connClient{timeout: 30 * time.Second, idleLimit: connIdleLimit, token: token, tls: tlsConfig}
 }
 
 // send is raftcatSystem.send on this writer's connection.
@@ -85,9 +87,32 @@ func (c *connClient) connect(ctx context.Context, host string) (reused bool, err
 	if err != nil {
 		return false, err
 	}
+	if c.tls != nil {
+		if conn, err = c.handshake(ctx, conn, host); err != nil {
+			return false, err
+		}
+	}
 	c.conn, c.host = conn, host
 	c.br, c.bw = bufio.NewReader(conn), bufio.NewWriter(conn)
 	return false, nil
+}
+
+// handshake puts TLS on a new connection to host, speaking HTTP/1.1 as
+// the plain connections do; it is kept alive and reused, as they are.
+func (c *connClient) handshake(ctx context.Context, conn net.Conn, host string) (net.Conn, error) {
+	cfg := c.tls.Clone()
+	cfg.NextProtos = []string{"http/1.1"}
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(host)
+	}
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // exchange writes req and reads its whole answer into buf, within the

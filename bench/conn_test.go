@@ -35,7 +35,7 @@ func TestConnClientKeepsOneConnectionAndReadsWholeAnswers(t *testing.T) {
 		io.WriteString(w, r.Method+" "+r.Header.Get("Content-Type")+" "+string(body))
 	}))
 	defer srv.Close()
-	c := newConnClient("")
+	c := newConnClient("", nil)
 	defer c.close()
 	var buf bytes.Buffer
 	for i, body := range []string{`{"a":1}`, `{"b":2}`} {
@@ -57,7 +57,7 @@ func TestConnClientRedialsAfterTheServerCloses(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	c := newConnClient("")
+	c := newConnClient("", nil)
 	defer c.close()
 	var buf bytes.Buffer
 	for i := 0; i < 2; i++ {
@@ -85,7 +85,7 @@ func TestConnClientStopsWaitingWhenTheContextEnds(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	c := newConnClient("")
+	c := newConnClient("", nil)
 	defer c.close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -129,7 +129,7 @@ func TestConnClientSendsAReadAgainOnANewConnectionButNeverACommit(t *testing.T) 
 	var seen peers
 	srv := httptest.NewServer(dropAfterAnswer(&seen))
 	defer srv.Close()
-	c := newConnClient("")
+	c := newConnClient("", nil)
 	defer c.close()
 	var buf bytes.Buffer
 	for i := 0; i < 2; i++ {
@@ -149,7 +149,7 @@ func TestConnClientReplacesAConnectionIdleTooLong(t *testing.T) {
 	var seen peers
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.add(r.RemoteAddr) }))
 	defer srv.Close()
-	c := newConnClient("")
+	c := newConnClient("", nil)
 	defer c.close()
 	c.idleLimit = 0 // every connection is too old by its next request
 	var buf bytes.Buffer

@@ -65,7 +65,7 @@ func (s *icebergSystem) prepare(ctx context.Context, tables, clients int) ([]com
 	for i := range out {
 		t := i % tables
 		ident := fmt.Sprintf(`{"namespace":[%q],"name":%q}`, icebergNamespace, names[t])
-		out[i] = &icebergWriter{s: s.rc, conn: newConnClient(s.rc.token), url: targets[i%len(targets)] + ns + "/tables/" + names[t], ident: ident, id: i, acked: &s.acked[t]}
+		out[i] = &icebergWriter{s: s.rc, conn: s.rc.newConn(), url: targets[i%len(targets)] + ns + "/tables/" + names[t], ident: ident, id: i, acked: &s.acked[t]}
 	}
 	return out, nil
 }

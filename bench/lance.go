@@ -401,7 +401,7 @@ func (s *lanceSystem) prepareTables(ctx context.Context, ln *lanceSetup, targets
 	s.acked = make(tableCounts, len(s.tables))
 	for i := range clients {
 		g := i % groups
-		w := &lanceWriter{s: s, conn: newConnClient(s.rc.token), base: targets[i%len(targets)], id: i, tables: s.tables[g*per : (g+1)*per]}
+		w := &lanceWriter{s: s, conn: s.rc.newConn(), base: targets[i%len(targets)], id: i, tables: s.tables[g*per : (g+1)*per]}
 		for k := range w.tables {
 			w.acked = append(w.acked, &s.acked[g*per+k])
 			w.latest = append(w.latest, -1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,14 +24,15 @@ const tablesPath = "/api/2.1/unity-catalog/delta/v1/catalogs/unity/schemas/defau
 
 // raftcatSystem drives the Delta API of a cluster.
 type raftcatSystem struct {
-	label  string // its name in the results: raftcat, or auth-off
+	label  string // its name in the results: raftcat, auth-off or tls-off
 	urls   []string
 	tables []string // URLs of the workload's tables
 	acked  tableCounts
 	leader bool
 	// leaderTarget is the node every request went to with --target leader.
 	leaderTarget string
-	token        bearer // sent with every request
+	token        bearer      // sent with every request
+	tls          *tls.Config // trusts a secure cluster's CA (nil: plain HTTP)
 	http         *http.Client
 	cluster      *localcluster.Cluster // nil for a cluster given by URL
 }
@@ -43,10 +45,12 @@ func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem
 // startRaftcat opens the cluster at cfg.URLs, sending it cfg.Token, or
 // starts three nodes in the directory label under cfg.Dir: with
 // cfg.Auth "token", with authentication on and cfg.Token (or a random
-// token) as the admin token that every request then carries.
+// token) as the admin token that every request then carries; with
+// cfg.Secure, with TLS, mutual TLS between nodes and encrypted gossip too.
 func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) (*raftcatSystem, error) {
 	s := &raftcatSystem{label: label, urls: cfg.URLs, leader: cfg.Leader}
-	opts := localcluster.Options{Bin: cfg.Bin, Dir: filepath.Join(cfg.Dir, label), Nodes: 3, Flags: cfg.ServeFlags}
+	opts := localcluster.Options{Bin: cfg.Bin, Dir: filepath.Join(cfg.Dir, label), Nodes: 3, Flags: cfg.ServeFlags,
+		Secure: cfg.Secure}
 	switch {
 	case len(s.urls) > 0:
 		s.token = bearer(cfg.Token)
@@ -54,14 +58,16 @@ func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) 
 		opts.AdminToken = cmp.Or(cfg.Token, localcluster.NewToken())
 		s.token = bearer(opts.AdminToken)
 	}
-	s.http = &http.Client{Timeout: 30 * time.Second, Transport: s.token.transport(
-		&http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute})}
+	s.setClient(cfg.TLS)
 	if len(s.urls) > 0 {
-		return s, localcluster.WaitReady(ctx, s.urls)
+		return s, localcluster.WaitReadyWith(ctx, s.http, s.urls)
 	}
 	auth := ""
 	if opts.AdminToken != "" {
 		auth = fmt.Sprintf(" with authentication on (admin token in %s)", filepath.Join(opts.Dir, localcluster.AdminTokenFile))
+	}
+	if opts.Secure {
+		auth += fmt.Sprintf(", TLS, mutual TLS between nodes and encrypted gossip (CA in %s)", filepath.Join(opts.Dir, localcluster.TLSDir))
 	}
 	fmt.Fprintf(log, "bench: starting a three-node raftcat cluster in %s%s\n", opts.Dir, auth)
 	cl, err := localcluster.Start(ctx, opts)
@@ -69,6 +75,7 @@ func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) 
 		return nil, err
 	}
 	s.cluster, s.urls = cl, cl.URLs()
+	s.setClient(cl.ClientTLS())
 	fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
 	if u, err := s.leaderURL(ctx, 0); err == nil {
 		fmt.Fprintf(log, "bench: leader %s\n", u)
@@ -77,6 +84,16 @@ func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) 
 }
 
 func (s *raftcatSystem) name() string { return s.label }
+
+// setClient makes the shared HTTP client, trusting what c trusts.
+func (s *raftcatSystem) setClient(c *tls.Config) {
+	s.tls = c
+	s.http = &http.Client{Timeout: 30 * time.Second, Transport: s.token.transport(
+		&http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute, TLSClientConfig: c})}
+}
+
+// newConn is a writer's own connection to the cluster.
+func (s *raftcatSystem) newConn() *connClient { return newConnClient(s.token, s.tls) }
 
 // authName is how the requests authenticated: token or none.
 func (s *raftcatSystem) authName() string {
@@ -226,7 +243,7 @@ func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]com
 	out := make([]committer, clients)
 	for i := range out {
 		t := i % tables
-		out[i] = &deltaWriter{s: s, conn: newConnClient(s.token), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
+		out[i] = &deltaWriter{s: s, conn: s.newConn(), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
 	}
 	return out, nil
 }

@@ -139,7 +139,10 @@ func (rep Report) Text() string {
 	if rep.Auth == "token" {
 		s = strings.TrimSuffix(s, "\n") + ", authentication on (every request with a token)\n"
 	}
-	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.AuthOff}
+	if rep.Secure {
+		s = strings.TrimSuffix(s, "\n") + ", TLS on (client port, between nodes, gossip)\n"
+	}
+	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.AuthOff, rep.TLSOff}
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.Line() + "\n"
@@ -161,7 +164,11 @@ func (rep Report) Text() string {
 	}
 	if len(rep.Breakdown) > 0 {
 		var b strings.Builder
-		writeBreakdown(&b, rep.Breakdown, rep.AuthOffBreakdown)
+		if rep.Secure {
+			writeBreakdown(&b, rep.Breakdown, rep.TLSOffBreakdown, "TLS")
+		} else {
+			writeBreakdown(&b, rep.Breakdown, rep.AuthOffBreakdown, "auth")
+		}
 		s += b.String()
 	}
 	if rep.Iceberg != nil {
@@ -173,6 +180,11 @@ func (rep Report) Text() string {
 		s += fmt.Sprintf("auth on/auth off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
 			rep.AuthThroughputRatio, rep.AuthP50Ratio, rep.AuthP99Ratio)
 		s += byRound("auth on/auth off throughput ratio by round:", rep.AuthRoundRatios)
+	}
+	if rep.TLSOff != nil {
+		s += fmt.Sprintf("TLS on/TLS off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
+			rep.TLSThroughputRatio, rep.TLSP50Ratio, rep.TLSP99Ratio)
+		s += byRound("TLS on/TLS off throughput ratio by round:", rep.TLSRoundRatios)
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"crypto/tls"
 	"net/http"
 	"sync/atomic"
 )
@@ -23,7 +24,25 @@ func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context()) // a RoundTripper must not change the request it was given
 		r.Header.Set("Authorization", "Bearer "+token)
 	}
+	if base := drillTLS.Load(); base != nil {
+		return base.RoundTrip(r)
+	}
 	return t.base.RoundTrip(r)
+}
+
+// drillTLS is the transport that trusts a secure cluster's CA (nil: the
+// drill's cluster serves plain HTTP). Run sets it once the cluster is up.
+var drillTLS atomic.Pointer[http.Transport]
+
+// setTLS makes the drill's requests trust what c trusts (nil: plain).
+func setTLS(c *tls.Config) {
+	if c == nil {
+		drillTLS.Store(nil)
+		return
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig, t.MaxIdleConnsPerHost = c, 64
+	drillTLS.Store(t)
 }
 
 // drillTransport is the transport of the drill's HTTP clients.

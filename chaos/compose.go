@@ -2,8 +2,11 @@ package chaos
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strings"
 )
@@ -18,8 +21,23 @@ type ComposeCluster struct {
 	network                      string
 }
 
-// OpenCompose finds the containers of a running compose cluster of n nodes.
-func OpenCompose(ctx context.Context, n int) (*ComposeCluster, error) {
+// OpenCompose finds the containers of a running compose cluster of n
+// nodes. With caFile (the cluster's CA: scripts/cluster-up.sh --secure),
+// its nodes are reached over HTTPS trusting that CA.
+func OpenCompose(ctx context.Context, n int, caFile string) (*ComposeCluster, error) {
+	scheme := "http"
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+		}
+		setTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
 	c := &ComposeCluster{}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("node%d", i)
@@ -39,7 +57,7 @@ func OpenCompose(ctx context.Context, n int) (*ComposeCluster, error) {
 		}
 		c.network = f[0]
 		c.names = append(c.names, name)
-		c.urls = append(c.urls, fmt.Sprintf("http://127.0.0.1:%d", 8080+i))
+		c.urls = append(c.urls, fmt.Sprintf("%s://127.0.0.1:%d", scheme, 8080+i))
 		c.containers = append(c.containers, container)
 		c.ips = append(c.ips, f[1])
 	}

@@ -21,9 +21,10 @@ var drillFlags = []string{"--raft-heartbeat-timeout", "500ms", "--raft-election-
 	"--dead-server-threshold", "0"}
 
 // StartLocal starts n nodes that form one cluster and waits until every
-// node is ready; with an admin token, every node runs with --auth=token.
-func StartLocal(ctx context.Context, bin, dir string, n int, lab *netLab, adminToken string) (*LocalCluster, error) {
-	o := localcluster.Options{Bin: bin, Dir: dir, Nodes: n, Flags: drillFlags, AdminToken: adminToken}
+// node is ready; with an admin token, every node runs with --auth=token,
+// and secure, with TLS, mutual TLS between nodes and encrypted gossip.
+func StartLocal(ctx context.Context, bin, dir string, n int, lab *netLab, adminToken string, secure bool) (*LocalCluster, error) {
+	o := localcluster.Options{Bin: bin, Dir: dir, Nodes: n, Flags: drillFlags, AdminToken: adminToken, Secure: secure}
 	if lab != nil {
 		o.Hosts = lab.ips
 		o.Wrap = func(i int) []string { return []string{"ip", "netns", "exec", lab.ns[i]} }

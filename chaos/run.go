@@ -32,8 +32,10 @@ type Config struct {
 	// partitions and latency to the faults (needs root and iproute2).
 	Netns bool
 	// Compose runs against the running compose cluster instead of
-	// starting local processes.
+	// starting local processes; CAFile, when set, is its CA, and its
+	// nodes are reached over HTTPS.
 	Compose bool
+	CAFile  string
 	// Faults limits the fault kinds (empty: every kind the cluster allows).
 	Faults []string
 	// Protocol is the commit path the clients write with: "delta" (or
@@ -49,6 +51,10 @@ type Config struct {
 	// cluster with Auth "token"; a cluster started without authentication
 	// is sent none.
 	Token string
+	// Secure starts the cluster with everything on: authentication (as
+	// Auth "token"), TLS on the client port, mutual TLS between nodes and
+	// encrypted gossip; the drill's requests trust the cluster's CA.
+	Secure bool
 }
 
 // AuthToken is the Auth of a cluster that needs a token.
@@ -82,6 +88,9 @@ type Summary struct {
 	Nodes                int     `json:"nodes"`
 	Protocol             string  `json:"protocol"`
 	Auth                 string  `json:"auth"` // token when the drill's requests carried a token, else none
+	// Secure is set when the cluster ran with TLS, mutual TLS between
+	// nodes and encrypted gossip.
+	Secure bool `json:"secure,omitempty"`
 	// Unauthenticated counts the 401 answers to requests that carried the
 	// drill's token: a node that could not verify a valid token.
 	Unauthenticated        int    `json:"unauthenticated,omitempty"`
@@ -135,7 +144,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	wg.Wait()
 
 	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
-		Protocol: protocolName(cfg.Protocol), Auth: "none", FaultKindsNotAvailable: missing}
+		Protocol: protocolName(cfg.Protocol), Auth: "none", Secure: cfg.Secure, FaultKindsNotAvailable: missing}
 	if cfg.Token != "" {
 		sum.Auth = AuthToken
 	}
@@ -164,9 +173,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 // cluster with authentication, the given one or a new one, which becomes
 // its admin token; none for a started cluster without.
 func resolveAuth(cfg *Config) error {
+	if cfg.Secure && !cfg.Compose {
+		cfg.Auth = AuthToken // a secure cluster runs with authentication
+	}
 	switch {
 	case cfg.Auth != "" && cfg.Auth != "none" && cfg.Auth != AuthToken:
 		return fmt.Errorf("unknown auth %q (none or token)", cfg.Auth)
+	case cfg.Compose && cfg.Secure:
+		return fmt.Errorf("--secure is for the cluster the drill starts")
 	case cfg.Compose && cfg.Auth == AuthToken:
 		return fmt.Errorf("--auth is for the cluster the drill starts; give the compose cluster's token with --token")
 	case cfg.Auth == AuthToken && cfg.Token == "":
@@ -182,7 +196,7 @@ func resolveAuth(cfg *Config) error {
 // returns what fault kinds could not be injected and how to stop it.
 func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string, func(), error) {
 	if cfg.Compose {
-		c, err := OpenCompose(ctx, cfg.Nodes)
+		c, err := OpenCompose(ctx, cfg.Nodes, cfg.CAFile)
 		return c, "latency and minority splits: not injected into the compose cluster", func() {}, err
 	}
 	missing := "network partitions and latency: not requested (--netns=false)"
@@ -200,7 +214,10 @@ func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string,
 	if cfg.Auth == AuthToken {
 		adminToken = cfg.Token
 	}
-	cl, err := StartLocal(ctx, cfg.Bin, cfg.Out, cfg.Nodes, lab, adminToken)
+	cl, err := StartLocal(ctx, cfg.Bin, cfg.Out, cfg.Nodes, lab, adminToken, cfg.Secure)
+	if cl != nil {
+		setTLS(cl.ClientTLS())
+	}
 	stop := func() {
 		if cl != nil {
 			cl.Stop()

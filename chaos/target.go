@@ -24,8 +24,11 @@ type target interface {
 
 var probe = &http.Client{Timeout: 2 * time.Second, Transport: drillTransport}
 
-// waitReady waits until every node answers /readyz.
-var waitReady = localcluster.WaitReady
+// waitReady waits until every node answers /readyz, asking as the
+// drill's requests do (over HTTPS when the cluster serves it).
+func waitReady(ctx context.Context, urls []string) error {
+	return localcluster.WaitReadyWith(ctx, probe, urls)
+}
 
 // leaderIndex asks the nodes who leads and returns its index, or -1.
 func leaderIndex(urls, names []string) int {

@@ -207,6 +207,11 @@ func (n *Node) reconcile() {
 		if addr, ok := known[id]; ok && addr == raft.ServerAddress(m.meta.RaftAddr) {
 			continue
 		}
+		if err := n.port.admit(m.meta.RaftAddr); err != nil {
+			n.log.Warn("not adding a voter whose cluster port does not prove it is a node of this cluster",
+				"node", m.meta.ID, "raft_addr", m.meta.RaftAddr, "err", err)
+			continue
+		}
 		err := n.raft.AddVoter(id, raft.ServerAddress(m.meta.RaftAddr), 0, 10*time.Second).Error()
 		if err != nil {
 			n.log.Warn("could not add voter", "node", m.meta.ID, "err", err)

@@ -130,6 +130,26 @@ func (s *streamLayer) dial(ctx context.Context, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", addr)
 }
 
+// admit checks, before a gossip member becomes a voter, that its cluster
+// port presents a node certificate of the cluster CA for the address it
+// gossips: with TLS a member gossip let in is not trusted until then.
+// Without TLS every member is admitted.
+func (s *streamLayer) admit(addr string) error {
+	if s.cfg.tls == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
+	defer cancel()
+	c, err := s.dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// admitTimeout bounds admit's handshake.
+const admitTimeout = 5 * time.Second
+
 // dialPeer connects to a peer's cluster port for peer HTTP.
 func (s *streamLayer) dialPeer(ctx context.Context, addr string) (net.Conn, error) {
 	c, err := s.dial(ctx, addr)

@@ -69,13 +69,13 @@ func bearer(r *http.Request) string {
 }
 
 // authenticate finds out who the caller is (see the top of this file).
-// With Config.Peers, peers send over the cluster port only: a request on
+// With Config.PeersOnly, peers send over the cluster port only: a request on
 // the client port that claims to come from one is refused.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.Header.Get(HeaderPeerSignature) != "" || r.Header.Get(HeaderIdentity) != "" || r.Header.Get(HeaderForwarded) != "" {
-			if s.cfg.Peers != nil && !viaPeer(r) {
+			if s.peersOnly() && !viaPeer(r) {
 				return s.forged(c, r.Header.Get(HeaderForwarded), errClientPort)
 			}
 			if err := s.identifyPeer(c); err != nil {

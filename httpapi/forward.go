@@ -84,7 +84,7 @@ type leaderProxy struct {
 	s      *Server
 	client *http.Client
 	relay  *relay.Client
-	peers  Peers // Config.Peers
+	peers  Peers // Config.Peers with PeersOnly, else nil
 }
 
 // peerDialTimeout bounds dialling a peer.
@@ -93,11 +93,14 @@ const peerDialTimeout = 2 * time.Second
 // newLeaderProxy is the one place this node's connections to its peers
 // are made: the relay client (one multiplexed connection per leader) and
 // the transport of plain HTTP exchanges both start here. With
-// Config.Peers both dial through it, to the addresses leaderAddr and
+// Config.PeersOnly both dial through Config.Peers, to the addresses leaderAddr and
 // memberAddr give: mutual TLS with the cluster CA, inside which the
 // exchanges are plain HTTP/1.1. Without it they dial peers' HTTP ports.
 func newLeaderProxy(s *Server) *leaderProxy {
-	p := &leaderProxy{s: s, peers: s.cfg.Peers, relay: relay.NewClient(peerDialTimeout)}
+	p := &leaderProxy{s: s, relay: relay.NewClient(peerDialTimeout)}
+	if s.peersOnly() {
+		p.peers = s.cfg.Peers
+	}
 	transport := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: peerDialTimeout, KeepAlive: 30 * time.Second}).DialContext,

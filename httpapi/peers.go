@@ -38,11 +38,15 @@ func viaPeer(r *http.Request) bool {
 var errClientPort = errors.New("requests between nodes come over the cluster port, not the client port")
 
 // fromPeer reports whether r was forwarded by a peer, as far as its
-// header and connection tell: with Peers, only a request on a peer
+// header and connection tell: with PeersOnly, only a request on a peer
 // connection can be.
 func (s *Server) fromPeer(r *http.Request) bool {
-	return r.Header.Get(HeaderForwarded) != "" && (s.cfg.Peers == nil || viaPeer(r))
+	return r.Header.Get(HeaderForwarded) != "" && (!s.peersOnly() || viaPeer(r))
 }
+
+// peersOnly reports whether peers reach this node, and it reaches them,
+// over Config.Peers alone.
+func (s *Server) peersOnly() bool { return s.cfg.Peers != nil && s.cfg.PeersOnly }
 
 // newPeerServer is the server of peers' connections (nil without
 // Peers): the API's handler with HTTPServer's timeouts, HTTP/1.1 only,

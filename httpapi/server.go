@@ -94,11 +94,14 @@ type Config struct {
 	// (nil: 20 at once, then one a second).
 	AuthFailures *auth.FailureLimiter
 
-	// Peers, if set, is the network between nodes every request to a peer
-	// goes over, and on whose listener this node serves its peers; the
-	// client port then refuses what only peers send. Nil: peers send to
+	// Peers, if set, is the network between nodes, on whose listener this
+	// node serves its peers. With PeersOnly every request to a peer goes
+	// over it too, and the client port refuses what only peers send (set
+	// it when the client port or the cluster port has TLS: peers then
+	// cannot, or must not, use the client port). Otherwise peers send to
 	// each other's HTTP ports, in plain HTTP, as releases before it did.
-	Peers Peers
+	Peers     Peers
+	PeersOnly bool
 }
 
 // HTTP server defaults.
@@ -229,7 +232,7 @@ func (s *Server) Handler() http.Handler {
 // the cluster port with Config.Peers, and signed with the cluster key
 // when there is one.
 func (s *Server) serveRelay(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Peers != nil && !viaPeer(r) {
+	if s.peersOnly() && !viaPeer(r) {
 		s.refuseRelay(w, r, "refused a relay connection on the client port: relay connections come over the cluster port", errClientPort)
 		return
 	}

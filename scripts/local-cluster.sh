@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a raftcat cluster of local processes on this host.
 #
-#   scripts/local-cluster.sh start [N] [--token T] [--insecure]
+#   scripts/local-cluster.sh start [N] [--token T] [--secure|--insecure]
 #                                        build raftcat, start N nodes (default 3), wait until ready
 #   scripts/local-cluster.sh stop        stop the nodes (SIGTERM, then SIGKILL after 15 s)
 #   scripts/local-cluster.sh status      show each node's pid and /v1/cluster view
@@ -19,6 +19,10 @@
 # $RAFTCAT_CLUSTER_DIR/admin.token (mode 0600). A cluster without that file
 # gets --token, else RAFTCAT_TOKEN, else a random token; once written, the
 # file stays the admin's token. --insecure starts the nodes without authentication.
+# --secure adds transport security: a CA, node certificates (for 127.0.0.1)
+# and a gossip key made in $RAFTCAT_CLUSTER_DIR/tls on first use; nodes serve
+# HTTPS, talk to each other over mutual TLS and encrypt gossip. Once made,
+# they are used at every start: the cluster stays secure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +32,31 @@ raft_base=${RAFTCAT_RAFT_BASE:-8310}
 gossip_base=${RAFTCAT_GOSSIP_BASE:-8320}
 bin=$dir/bin/raftcat
 token_file=$dir/admin.token
+
+tls_dir=$dir/tls
+
+# scheme is how the nodes serve: https once the cluster has certificates.
+scheme() { if [ -s "$tls_dir/ca.pem" ]; then echo https; else echo http; fi; }
+
+# make_tls makes what is missing of the CA, the node certificates and the
+# gossip key.
+make_tls() {
+  local n=$1
+  [ -s "$tls_dir/ca.pem" ] || "$bin" tls ca create --out "$tls_dir" --name "raftcat local cluster CA" >/dev/null
+  for i in $(seq 1 "$n"); do
+    [ -s "$tls_dir/node$i.pem" ] ||
+      "$bin" tls cert create --ca "$tls_dir" --name "node$i" --host 127.0.0.1,localhost --out "$tls_dir" >/dev/null
+  done
+  [ -s "$tls_dir/gossip.key" ] || (umask 077 && "$bin" gossip keygen >"$tls_dir/gossip.key")
+}
+
+# tls_flags are node $1's transport security flags (none without certificates).
+tls_flags() {
+  [ -s "$tls_dir/ca.pem" ] || return 0
+  local c=$tls_dir/node$1.pem k=$tls_dir/node$1-key.pem
+  echo --tls-cert-file "$c" --tls-key-file "$k" --cluster-tls-ca-file "$tls_dir/ca.pem" \
+    --cluster-tls-cert-file "$c" --cluster-tls-key-file "$k" --gossip-key-file "$tls_dir/gossip.key"
+}
 
 nodes() { for d in "$dir"/node*/; do [ -d "$d" ] && basename "$d" | sed 's/^node//'; done | sort -n; }
 
@@ -57,17 +86,22 @@ bearer() {
 }
 
 start() {
-  local n=3 token= insecure=
+  local n=3 token= insecure= secure=
   while [ $# -gt 0 ]; do
     case "$1" in
       --token) token=${2:?--token needs a value}; shift ;;
       --insecure) insecure=1 ;;
+      --secure) secure=1 ;;
       *) n=$1 ;;
     esac
     shift
   done
   mkdir -p "$dir/bin"
   (cd "$here" && CGO_ENABLED=0 go build -o "$bin" ./cmd/raftcat)
+  if [ -n "$secure" ] && [ -n "$insecure" ]; then
+    echo "local-cluster.sh: --secure and --insecure do not go together" >&2; exit 2
+  fi
+  [ -z "$secure" ] || make_tls "$n"
   local auth=(--auth=none)
   if [ -z "$insecure" ]; then
     admin_token "$token"
@@ -87,15 +121,15 @@ start() {
       --join "$join" \
       --bootstrap-expect "$n" \
       --storage-root "${RAFTCAT_STORAGE_ROOT:-file://$dir/warehouse}" \
-      "${auth[@]}" \
+      "${auth[@]}" $(tls_flags "$i") \
       >>"$dir/node$i.log" 2>&1 &
     echo $! >"$dir/node$i.pid"
-    echo "node$i: pid $!, http://127.0.0.1:$((http_base + i)), log $dir/node$i.log"
+    echo "node$i: pid $!, $(scheme)://127.0.0.1:$((http_base + i)), log $dir/node$i.log"
   done
   for i in $(seq 1 "$n"); do
     local ok=
     for _ in $(seq 1 300); do
-      if "$bin" healthcheck --addr "http://127.0.0.1:$((http_base + i))" >/dev/null 2>&1; then ok=1; break; fi
+      if "$bin" healthcheck --addr "$(scheme)://127.0.0.1:$((http_base + i))" $(ca_flag) >/dev/null 2>&1; then ok=1; break; fi
       alive "$i" || break
       sleep 0.1
     done
@@ -106,10 +140,14 @@ start() {
     echo "authentication off (--insecure): anyone who reaches these ports may do anything"
     return
   fi
+  [ "$(scheme)" = http ] || echo "transport security on: HTTPS with the CA in $tls_dir/ca.pem, mutual TLS between nodes, encrypted gossip"
   echo "authentication on: every API request needs the admin token (or one made with 'raftcat auth token create')"
   echo "  export RAFTCAT_TOKEN=\$(cat $token_file)"
-  echo "  curl -H \"Authorization: Bearer \$RAFTCAT_TOKEN\" http://127.0.0.1:$((http_base + 1))/v1/cluster"
+  echo "  curl $(ca_flag --cacert)-H \"Authorization: Bearer \$RAFTCAT_TOKEN\" $(scheme)://127.0.0.1:$((http_base + 1))/v1/cluster"
 }
+
+# ca_flag is the flag ($1, default --ca-file) naming the cluster's CA, if it has one.
+ca_flag() { [ -s "$tls_dir/ca.pem" ] && echo "${1:---ca-file} $tls_dir/ca.pem "; true; }
 
 stop() {
   for i in $(nodes); do
@@ -128,7 +166,7 @@ status() {
   for i in $(nodes); do
     if alive "$i"; then
       echo "node$i: running (pid $(cat "$dir/node$i.pid"))"
-      curl -fsS -H "$(bearer)" "http://127.0.0.1:$((http_base + i))/v1/cluster" 2>/dev/null || echo "  (not answering)"
+      curl -fsS $(ca_flag --cacert) -H "$(bearer)" "$(scheme)://127.0.0.1:$((http_base + i))/v1/cluster" 2>/dev/null || echo "  (not answering)"
       echo
     else
       echo "node$i: stopped"
@@ -141,5 +179,5 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   clean) stop; rm -rf "$dir" ;;
-  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -4,15 +4,21 @@
 # config -> stage -> create -> commit v1 -> backfill -> load. It creates a
 # table named walkthrough_<random> in unity.default and exits non-zero if
 # any step does not answer as expected. Against a cluster run with
-# --auth=token, set RAFTCAT_TOKEN: every request then carries it.
+# --auth=token, set RAFTCAT_TOKEN: every request then carries it. Against
+# a node serving HTTPS with a CA of its own, set RAFTCAT_CA_FILE (curl's
+# --cacert).
 set -euo pipefail
 base=${1:-http://127.0.0.1:8080}
 api=$base/api/2.1/unity-catalog/delta/v1
 name=walkthrough_$RANDOM$RANDOM
 
 step() { printf '\n== %s\n' "$*"; }
-# curl sends RAFTCAT_TOKEN, when set, as a bearer token.
+# curl sends RAFTCAT_TOKEN, when set, as a bearer token, and trusts
+# RAFTCAT_CA_FILE, when set.
 curl() {
+  if [ -n "${RAFTCAT_CA_FILE:-}" ]; then
+    set -- --cacert "$RAFTCAT_CA_FILE" "$@"
+  fi
   if [ -n "${RAFTCAT_TOKEN:-}" ]; then
     command curl -H "Authorization: Bearer $RAFTCAT_TOKEN" "$@"
   else

@@ -52,6 +52,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.PostgresReplicas, "postgres-replicas", 2, "with --against-postgres: streaming replicas r1..rN made with pg_basebackup, of which any one must have flushed a commit before it is acknowledged (synchronous_standby_names 'ANY 1 (r1, ...)'); 0: a lone primary, durable on its own disk only")
 	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the clusters the bench starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the bench makes, written to admin.token in the cluster's directory under --dir; every request carries it)")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("RAFTCAT_TOKEN"), "API token sent as Authorization: Bearer to a --urls cluster run with --auth=token; with --auth token, the admin token of the started cluster [RAFTCAT_TOKEN]")
+	fs.BoolVar(&cfg.Secure, "secure", false, "what transport security costs: start the cluster with TLS on every node's HTTP port, mutual TLS between nodes and encrypted gossip (and --auth token, implied), and beside it the same cluster without them; run the Delta workload on both in alternating rounds over kept-alive HTTPS connections, reporting throughput, p50 and p99 with TLS on over off, overall and by round, and the commit breakdown of both")
 	fs.BoolVar(&cfg.AgainstAuthOff, "against-auth-off", false, "what authentication costs: start a second cluster without authentication beside the one with --auth token (implied) and run the Delta workload on both in alternating rounds, reporting throughput, p50 and p99 with authentication on over off, overall and by round, and the commit breakdown of both")
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs, and the generated tables (default: a temporary one, removed afterwards)")
@@ -101,7 +102,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			"With --auth token the started cluster runs with authentication on (--auth=token) and every\n"+
 			"request carries its admin token; --token gives the token of a --urls cluster. With\n"+
 			"--against-auth-off the bench also starts a cluster without authentication and alternates\n"+
-			"rounds between the two, reporting auth-on over auth-off throughput and latencies.\n\n"+
+			"rounds between the two, reporting auth-on over auth-off throughput and latencies; with\n"+
+			"--secure it compares a cluster with TLS, mutual TLS and encrypted gossip to one without.\n\n"+
 			"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 		fs.PrintDefaults()
 	}
@@ -132,7 +134,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "raftcat bench: --against-postgres compares the Delta commit path; it does not go with --protocol %s\n", cfg.Protocol)
 		return 2
 	}
-	if cfg.AgainstAuthOff && !set["auth"] {
+	if (cfg.AgainstAuthOff || cfg.Secure) && !set["auth"] {
 		cfg.Auth = bench.AuthToken
 	}
 	if msg := benchAuthError(cfg, *urls != ""); msg != "" {
@@ -217,6 +219,10 @@ func benchAuthError(cfg bench.Config, urls bool) string {
 		return "--against-auth-off starts both clusters itself; it does not go with --urls"
 	case cfg.AgainstAuthOff && cfg.Protocol != "delta":
 		return "--against-auth-off runs the Delta workload; it does not go with --protocol " + cfg.Protocol
+	case cfg.Secure && cfg.AgainstAuthOff:
+		return "--secure compares TLS on and off; run --against-auth-off apart"
+	case cfg.Secure && (cfg.Auth != bench.AuthToken || urls || cfg.Protocol != "delta"):
+		return "--secure starts both clusters itself, with --auth token, and runs the Delta workload: not with --auth none, --urls or --protocol " + cfg.Protocol
 	}
 	return ""
 }

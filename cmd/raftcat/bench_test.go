@@ -443,3 +443,50 @@ func postgresLeft(t *testing.T, output string) []string {
 	}
 	return left
 }
+
+// TestBenchSecureSmoke runs `raftcat bench --secure` for a few seconds: a
+// cluster with TLS on its HTTP ports, mutual TLS between its nodes and
+// encrypted gossip, and the same cluster without them, in alternating
+// rounds, must both commit over kept-alive connections, verify every
+// table afterwards and be compared.
+func TestBenchSecureSmoke(t *testing.T) {
+	bin := raftcatBinary(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench.json")
+	cmd := exec.Command(bin, "bench", "--secure", "--duration", "1s", "--warmup", "0s", "--rounds", "2",
+		"--clients", "4", "--tables", "2", "--dir", dir, "--out", out)
+	cmd.Env = append(os.Environ(), "RAFTCAT_TOKEN=")
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --secure: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	if !rep.Secure || rep.Auth != "token" || rep.TLSOff == nil || rep.TLSOff.System != "tls-off" || rep.AuthOff != nil {
+		t.Fatalf("report %s", raw)
+	}
+	for _, r := range []*bench.Result{rep.Raftcat, rep.TLSOff} {
+		if r.Commits == 0 || r.Errors != 0 || !r.Verified || r.ClientCommitsMin <= 0 {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if rep.TLSThroughputRatio <= 0 || rep.TLSP99Ratio <= 0 || len(rep.TLSRoundRatios) != 2 {
+		t.Fatalf("ratios %v, %v by round %v", rep.TLSThroughputRatio, rep.TLSP99Ratio, rep.TLSRoundRatios)
+	}
+	if !strings.Contains(string(output), "TLS on/TLS off: throughput x") || !strings.Contains(string(output), "https://127.0.0.1:") {
+		t.Errorf("no comparison or no HTTPS nodes printed:\n%s", output)
+	}
+	checkBreakdown(t, bench.Report{Breakdown: rep.TLSOffBreakdown}, rep.TLSOff.Commits)
+	if _, err := os.Stat(filepath.Join(dir, "raftcat", "tls", "ca.pem")); err != nil {
+		t.Errorf("the secure cluster's CA: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tls-off", "tls")); !os.IsNotExist(err) {
+		t.Errorf("the cluster without TLS has certificates: %v", err)
+	}
+}

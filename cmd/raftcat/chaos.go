@@ -34,6 +34,8 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "commit path the clients write with: delta (add-commit of the next version), iceberg (Iceberg REST commits of a new snapshot asserting the loaded one with assert-ref-snapshot-id) or transactions (each of --tables is a group of a Delta, an Iceberg and a Lance table, advanced together by one transaction across formats per commit)")
 	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the cluster the drill starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the drill makes, and every request of the drill carries it)")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("RAFTCAT_TOKEN"), "API token every request of the drill sends as Authorization: Bearer: the workload's and the checks' against the compose cluster run with --auth=token (scripts/cluster-up.sh writes it to .cluster-secrets/admin.token); with --auth token, the started cluster's admin token [RAFTCAT_TOKEN]")
+	fs.StringVar(&cfg.CAFile, "ca-file", os.Getenv("RAFTCAT_CA_FILE"), "with --compose, the CA of a compose cluster started with scripts/cluster-up.sh --secure (.cluster-secrets/ca.pem): its nodes are then reached over HTTPS [RAFTCAT_CA_FILE]")
+	fs.BoolVar(&cfg.Secure, "secure", false, "start the cluster with everything on: --auth=token (the admin token as with --auth token), TLS on every node's HTTP port, mutual TLS between nodes and encrypted gossip, from a CA, node certificates and a gossip key the drill makes in --out/tls; every request of the drill goes over HTTPS")
 	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
@@ -52,7 +54,8 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 			"outcome, must be in all three tables at the same version or in none.\n\n"+
 			"With --auth token the started cluster runs with authentication on and every request of the\n"+
 			"drill carries its admin token; against a compose cluster run with authentication, give its\n"+
-			"token with --token (or RAFTCAT_TOKEN).\n\n")
+			"token with --token (or RAFTCAT_TOKEN). With --secure the started cluster runs with\n"+
+			"authentication, TLS, mutual TLS between nodes and encrypted gossip all on.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +74,10 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Auth != "none" && cfg.Auth != chaos.AuthToken {
 		fmt.Fprintln(stderr, "raftcat chaos: --auth is none or token")
+		return 2
+	}
+	if cfg.Secure && (cfg.Compose || cfg.Auth == "none" && authSet(fs)) {
+		fmt.Fprintln(stderr, "raftcat chaos: --secure starts a local cluster with authentication on: not with --compose or --auth none")
 		return 2
 	}
 	if cfg.Compose && cfg.Auth == chaos.AuthToken {
@@ -114,6 +121,9 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 	fmt.Fprintf(w, "linearizable          %v\n", s.Linearizable)
 	fmt.Fprintf(w, "converged             %v\n", s.Converged)
 	fmt.Fprintf(w, "longest unavailable   %d ms\n", s.LongestUnavailableMs)
+	if s.Secure {
+		fmt.Fprintln(w, "transport security    TLS, mutual TLS between nodes, encrypted gossip")
+	}
 	if s.Auth == chaos.AuthToken {
 		fmt.Fprintln(w, "authentication        token (every request carried it)")
 		if s.Unauthenticated > 0 {
@@ -188,4 +198,11 @@ func decidedBy(res chaos.Result) string {
 		return "nothing (porcupine ran out of time)"
 	}
 	return fmt.Sprintf("porcupine in %d ms", res.PorcupineMs)
+}
+
+// authSet reports whether --auth was given on the command line.
+func authSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "auth" })
+	return set
 }

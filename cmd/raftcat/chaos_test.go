@@ -79,15 +79,17 @@ func TestChaosDrillFindsNoViolation(t *testing.T) {
 	}
 }
 
-// TestChaosDrillWithAuthFindsNoViolation runs a short drill against a
-// cluster with authentication on (--auth token): every request of the
-// workload and of the checks carries the admin token the drill made, the
-// leader is killed under the commit load (seed 19 aims every fault at
-// it), and the history must check clean as without authentication.
-func TestChaosDrillWithAuthFindsNoViolation(t *testing.T) {
+// TestChaosSecureDrillFindsNoViolation runs a short drill against a
+// cluster with everything on (--secure): authentication, TLS on every
+// node's HTTP port, mutual TLS between nodes (raft, relayed requests,
+// snapshots) and encrypted gossip. Every request of the workload and of
+// the checks goes over HTTPS with the admin token the drill made, the
+// leader is killed and paused under the commit load (seed 19 aims every
+// fault at it), and the history must check clean as without security.
+func TestChaosSecureDrillFindsNoViolation(t *testing.T) {
 	bin := raftcatBinary(t)
 	out := t.TempDir()
-	cmd := exec.Command(bin, "chaos", "--auth", "token", "--duration", "18s", "--fault-every", "3s", "--fault-for", "1s",
+	cmd := exec.Command(bin, "chaos", "--secure", "--duration", "18s", "--fault-every", "3s", "--fault-for", "1s",
 		"--faults", "kill,pause", "--netns=false", "--seed", "19", "--tables", "2", "--clients", "2", "--out", out)
 	cmd.Env = append(os.Environ(), "RAFTCAT_TOKEN=") // the drill makes its own token
 	output, err := cmd.CombinedOutput()
@@ -104,7 +106,7 @@ func TestChaosDrillWithAuthFindsNoViolation(t *testing.T) {
 	}
 	// A restarted node that has not caught up yet still takes the valid
 	// token: no answer may be a 401.
-	if sum.Auth != "token" || !sum.Linearizable || !sum.Converged || sum.LostCommits != 0 || len(sum.Violations) != 0 ||
+	if sum.Auth != "token" || !sum.Secure || !sum.Linearizable || !sum.Converged || sum.LostCommits != 0 || len(sum.Violations) != 0 ||
 		sum.AcknowledgedCommits == 0 || len(sum.Faults) == 0 || sum.Unauthenticated != 0 {
 		t.Fatalf("drill summary: %s\n%s", raw, output)
 	}

@@ -13,19 +13,21 @@ import (
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
-// TestComposeClusterSurvivesLosingAContainer runs the compose cluster the
-// way the README does: scripts/cluster-up.sh (authentication on, with the
-// admin token it makes, here in a directory of the test's), the
-// walk-through against a node, the loss of the leader's container, more
-// commits through the survivors, a drill, then scripts/cluster-down.sh
-// --volumes. Every request carries the admin token.
+// TestComposeClusterSurvivesLosingAContainer runs the secure compose
+// cluster the way the README does: scripts/cluster-up.sh --secure
+// (authentication on with the admin token it makes, HTTPS with the CA it
+// makes, mutual TLS between nodes, encrypted gossip; here in directories
+// of the test's), the README's curl call, the walk-through against a
+// node, the loss of the leader's container, more commits through the
+// survivors, a drill, then scripts/cluster-down.sh --volumes. Every
+// request carries the admin token and goes over HTTPS.
 func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	secrets := t.TempDir()
-	env := append(os.Environ(), "RAFTCAT_SECRETS_DIR="+secrets, "RAFTCAT_TOKEN=")
+	env := append(os.Environ(), "RAFTCAT_SECRETS_DIR="+secrets, "RAFTCAT_CA_DIR="+t.TempDir(), "RAFTCAT_TOKEN=", "RAFTCAT_CA_FILE=")
 	sh := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("bash", args...)
@@ -46,17 +48,28 @@ func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 		cmd.Dir = root
 		_ = cmd.Run()
 	})
-	if out := sh("scripts/cluster-up.sh"); !strings.Contains(out, "compose cluster of 3 ready") || !strings.Contains(out, "authentication on") {
+	if out := sh("scripts/cluster-up.sh", "--secure"); !strings.Contains(out, "compose cluster of 3 ready") ||
+		!strings.Contains(out, "authentication on") || !strings.Contains(out, "transport security on") {
 		t.Fatalf("cluster-up:\n%s", out)
 	}
 	token := adminTokenFile(t, filepath.Join(secrets, "admin.token"))
 	bearer := testcluster.Bearer(token)
-	urls := []string{"http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"}
+	ca := filepath.Join(secrets, "ca.pem")
+	testcluster.TrustCA(t, ca)
+	urls := []string{"https://127.0.0.1:8081", "https://127.0.0.1:8082", "https://127.0.0.1:8083"}
 	if r := testcluster.Do(t, http.MethodGet, urls[0]+"/v1/cluster", nil); r.Status != http.StatusUnauthorized {
 		t.Fatalf("a request without the token: %d %s", r.Status, r.Raw)
 	}
-	env = append(env, "RAFTCAT_TOKEN="+token)
-	if out := sh("scripts/walkthrough.sh", "http://127.0.0.1:8082"); !strings.Contains(out, "walk-through finished") {
+	if r := testcluster.Do(t, http.MethodGet, "http://127.0.0.1:8081/readyz", nil); r.Status != http.StatusBadRequest {
+		t.Fatalf("plain HTTP to the HTTPS port: %d %s", r.Status, r.Raw)
+	}
+	// The README's call, as it is printed.
+	curl := exec.Command("curl", "-fsS", "--cacert", ca, "-H", "Authorization: Bearer "+token, urls[0]+"/v1/cluster")
+	if out, err := curl.CombinedOutput(); err != nil || !strings.Contains(string(out), `"leader_id"`) {
+		t.Fatalf("curl --cacert: %v\n%s", err, out)
+	}
+	env = append(env, "RAFTCAT_TOKEN="+token, "RAFTCAT_CA_FILE="+ca)
+	if out := sh("scripts/walkthrough.sh", urls[1]); !strings.Contains(out, "walk-through finished") {
 		t.Fatalf("walk-through:\n%s", out)
 	}
 	id := testcluster.CreateManaged(t, urls[0], urls[2], "unity", "default", "compose_t", bearer...)
@@ -92,7 +105,7 @@ func TestComposeClusterSurvivesLosingAContainer(t *testing.T) {
 		t.Fatalf("docker start %s: %v\n%s", leader, err, out)
 	}
 	drillOut := t.TempDir()
-	drill := exec.Command(raftcatBinary(t), "chaos", "--compose", "--token", token, "--duration", "15s", "--fault-every", "3s",
+	drill := exec.Command(raftcatBinary(t), "chaos", "--compose", "--token", token, "--ca-file", ca, "--duration", "15s", "--fault-every", "3s",
 		"--fault-for", "1500ms", "--faults", "kill,pause,partition", "--seed", "5", "--tables", "2", "--out", drillOut)
 	if out, err := drill.CombinedOutput(); err != nil || !strings.Contains(string(out), "authentication        token") {
 		t.Fatalf("compose drill: %v\n%s", err, out)

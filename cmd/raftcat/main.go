@@ -206,7 +206,7 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 	}
 	cfg.Auth.warn(log, ln.Addr().String(), cfg.Credentials, serverTLS != nil)
 	cc := cfg.clusterConfig(log, reg)
-	withClusterTLS(&cc, clusterTLS) // MERGE: becomes cc.TLS = clusterTLS once cluster.Config has TLS
+	cc.TLS = clusterTLS
 	node, err := cluster.Open(cc)
 	if err != nil {
 		ln.Close()
@@ -219,6 +219,10 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout,
 		FollowerReads: cfg.FollowerReads}
 	na.apply(&hc)
+	// Peers are served on the cluster port always; with TLS on either
+	// port they are reached there alone (the client port may be HTTPS,
+	// and node-to-node traffic must not cross it).
+	hc.Peers, hc.PeersOnly = node, serverTLS != nil || clusterTLS != nil
 	api := httpapi.New(node, hc)
 	adm := protocols.Mount(api, node, protocols.Config{Admin: admin.Config{Pprof: cfg.Pprof, Metrics: metricsHandler},
 		Delta:   deltaapi.Config{Credentials: cfg.Credentials, Objects: objects},

@@ -41,7 +41,15 @@ func freeBase(t *testing.T, n int) int {
 // walk-through against a follower of that cluster, with authentication on
 // as the script starts it: the walk-through sends the admin token the
 // script made, and a request without it is refused.
-func TestLocalClusterScriptAndWalkthrough(t *testing.T) {
+func TestLocalClusterScriptAndWalkthrough(t *testing.T) { localClusterScript(t, false) }
+
+// TestLocalClusterScriptSecure is the same with start --secure: the nodes
+// serve HTTPS with the CA the script made (a plain HTTP request is
+// refused), talk to each other over mutual TLS and encrypt gossip; the
+// walk-through and status reach them trusting that CA.
+func TestLocalClusterScriptSecure(t *testing.T) { localClusterScript(t, true) }
+
+func localClusterScript(t *testing.T, secure bool) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +80,25 @@ func TestLocalClusterScriptAndWalkthrough(t *testing.T) {
 			}
 		}
 	})
-	if out := script("scripts/local-cluster.sh", "start"); !strings.Contains(out, "cluster of 3 ready") ||
-		!strings.Contains(out, "export RAFTCAT_TOKEN=") {
+	start, scheme := []string{"scripts/local-cluster.sh", "start"}, "http"
+	if secure {
+		start, scheme = append(start, "--secure"), "https"
+	}
+	if out := script(start...); !strings.Contains(out, "cluster of 3 ready") ||
+		!strings.Contains(out, "export RAFTCAT_TOKEN=") || secure != strings.Contains(out, "transport security on") {
 		t.Fatalf("start output:\n%s", out)
 	}
 	token := adminTokenFile(t, filepath.Join(dir, "admin.token"))
-	node2 := fmt.Sprintf("http://127.0.0.1:%d", httpBase+2)
+	node2 := fmt.Sprintf("%s://127.0.0.1:%d", scheme, httpBase+2)
+	if secure {
+		ca := filepath.Join(dir, "tls", "ca.pem")
+		testcluster.TrustCA(t, ca)
+		env = append(env, "RAFTCAT_CA_FILE="+ca)
+		plain := fmt.Sprintf("http://127.0.0.1:%d/readyz", httpBase+2)
+		if r := testcluster.Do(t, http.MethodGet, plain, nil); r.Status != http.StatusBadRequest {
+			t.Fatalf("plain HTTP to the HTTPS port: %d %s", r.Status, r.Raw)
+		}
+	}
 	if r := testcluster.Do(t, http.MethodGet, node2+"/v1/cluster", nil); r.Status != http.StatusUnauthorized {
 		t.Fatalf("a request without the token: %d %s", r.Status, r.Raw)
 	}

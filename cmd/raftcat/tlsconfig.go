@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/raftcat/raftcat/cluster"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/internal/tlsutil"
 )
@@ -98,12 +97,6 @@ func (t *TLSConfig) clusterTLS(log *slog.Logger) (*tlsutil.Cluster, error) {
 		return nil, fmt.Errorf("--cluster-tls-*: %w", err)
 	}
 	return c, nil
-}
-
-// withClusterTLS puts the cluster port's TLS into the cluster's
-// configuration (nil: none).
-func withClusterTLS(cc *cluster.Config, t *tlsutil.Cluster) {
-	// MERGE: cc.TLS = t (cluster.Config.TLS is being added to package cluster).
 }
 
 // httpListener is what the HTTP server serves on. With TLS it is Go's own

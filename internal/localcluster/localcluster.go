@@ -41,6 +41,11 @@ type Options struct {
 	// --admin-token-file naming it, so that it becomes the token of the
 	// metastore admin. Readiness (/readyz) needs no token.
 	AdminToken string
+	// Secure turns transport security on: a CA made in Dir/tls (TLSDir)
+	// signs a certificate for every node, which serves HTTPS, talks to
+	// its peers over mutual TLS and encrypts gossip with a key made
+	// beside the CA. Node URLs are then https:// (see ClientTLS).
+	Secure bool
 }
 
 // AdminTokenFile is the file in Options.Dir that holds the admin token.
@@ -57,8 +62,9 @@ func NewToken() string {
 type Cluster struct {
 	nodes  []*node
 	opts   Options
-	gossip []string // gossip addresses of the nodes Start started
-	auth   []string // the authentication flags of every node
+	gossip []string  // gossip addresses of the nodes Start started
+	auth   []string  // the authentication flags of every node
+	sec    *security // transport security (nil: off)
 }
 
 type node struct {
@@ -87,6 +93,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	c := &Cluster{opts: o, gossip: gossipA}
 	if c.auth, err = authFlags(o); err != nil {
 		return nil, err
+	}
+	if o.Secure {
+		if c.sec, err = newSecurity(o.Dir); err != nil {
+			return nil, err
+		}
 	}
 	for i := 0; i < o.Nodes; i++ {
 		nd, err := c.newNode(i, httpA[i], raftA[i], gossipA[i])
@@ -140,7 +151,16 @@ func (c *Cluster) newNode(i int, httpA, raftA, gossipA string) (*node, error) {
 		"--http-addr", httpA, "--raft-addr", raftA, "--gossip-addr", gossipA,
 		"--join", strings.Join(c.gossip, ","), "--bootstrap-expect", strconv.Itoa(o.Nodes),
 		"--storage-root", "file://"+filepath.Join(o.Dir, "warehouse"))
-	nd.args = append(append(nd.args, c.auth...), o.Flags...)
+	nd.args = append(nd.args, c.auth...)
+	if c.sec != nil {
+		sec, err := c.sec.nodeFlags(name, httpA)
+		if err != nil {
+			return nil, err
+		}
+		nd.url = "https://" + httpA
+		nd.args = append(nd.args, sec...)
+	}
+	nd.args = append(nd.args, o.Flags...)
 	var err error
 	if nd.log, err = os.Create(filepath.Join(o.Dir, name+".log")); err != nil {
 		return nil, err
@@ -293,13 +313,19 @@ func (c *Cluster) Stop() {
 }
 
 // WaitReady waits until every node answers /readyz.
-func (c *Cluster) WaitReady(ctx context.Context) error { return WaitReady(ctx, c.URLs()) }
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	return WaitReadyWith(ctx, &http.Client{Timeout: 2 * time.Second, Transport: c.Transport()}, c.URLs())
+}
 
 var probe = &http.Client{Timeout: 2 * time.Second}
 
 // Ready reports whether the node at url answers /readyz with 200.
-func Ready(url string) bool {
-	resp, err := probe.Get(url + "/readyz")
+func Ready(url string) bool { return ReadyWith(probe, url) }
+
+// ReadyWith is Ready asking through client (one that trusts a secure
+// cluster's CA).
+func ReadyWith(client *http.Client, url string) bool {
+	resp, err := client.Get(url + "/readyz")
 	if err != nil {
 		return false
 	}
@@ -308,9 +334,12 @@ func Ready(url string) bool {
 }
 
 // WaitReady waits until every node answers /readyz.
-func WaitReady(ctx context.Context, urls []string) error {
+func WaitReady(ctx context.Context, urls []string) error { return WaitReadyWith(ctx, probe, urls) }
+
+// WaitReadyWith is WaitReady asking through client.
+func WaitReadyWith(ctx context.Context, client *http.Client, urls []string) error {
 	for _, u := range urls {
-		for !Ready(u) {
+		for !ReadyWith(client, u) {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("%s not ready: %w", u, ctx.Err())

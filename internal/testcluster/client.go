@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // Response is a decoded HTTP answer.
@@ -24,7 +23,6 @@ func (r Response) Index() uint64 {
 	return n
 }
 
-var client = &http.Client{Timeout: 30 * time.Second}
 
 // Do sends a request with an optional JSON body (any value, or a string
 // sent verbatim) and extra headers given as key, value pairs.

@@ -232,7 +232,7 @@ func (nd *Node) start() error {
 	hc := httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg,
 		FollowerReads: nd.followerReads, Audit: nd.audit}
 	if nd.peers != nil {
-		hc.Peers = nd.peers(nd)
+		hc.Peers, hc.PeersOnly = nd.peers(nd), true
 	}
 	if err := nd.authConfig(&hc); err != nil {
 		ln.Close()
