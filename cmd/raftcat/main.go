@@ -51,6 +51,7 @@ Usage:
   raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
   raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
   raftcat auth principal|token|whoami ...    manage principals and API tokens ('raftcat auth --help')
+  raftcat gossip keygen|keys ...             make gossip keys, rotate the cluster's ('raftcat gossip --help')
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
@@ -81,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return membersCmd(args, stdout, stderr)
 	case "auth":
 		return authCmd(args, stdout, stderr)
+	case "gossip":
+		return gossipCmd(args, stdout, stderr)
 	case "remove-node":
 		return postCmd("remove-node", "/v1/cluster/remove-node", args, stdout, stderr, 1)
 	case "transfer-leadership":

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -102,6 +103,9 @@ type Options struct {
 	OIDC *auth.OIDC
 	// Audit, if set, receives the nodes' audit logs (by node id).
 	Audit func(id string) io.Writer
+	// GossipKey, if set, encrypts the nodes' gossip: each node is started
+	// with a key file holding it (see GossipKeyFile).
+	GossipKey string
 }
 
 // Placement tunes the leadership placement policy for a test.
@@ -177,6 +181,12 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose, nd.recent), LogStore: opts.LogStore}
 	if opts.Logger != nil {
 		nd.cfg.Logger = opts.Logger(id)
+	}
+	if opts.GossipKey != "" {
+		nd.cfg.GossipKeyFile = filepath.Join(t.TempDir(), "gossip.key")
+		if err := os.WriteFile(nd.cfg.GossipKeyFile, []byte(opts.GossipKey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if p := opts.Placement; p != nil {
 		nd.cfg.LeaderFollowsClients, nd.cfg.PlacementWindow, nd.cfg.PlacementMinRequests = true, p.Window, p.MinRequests
@@ -290,6 +300,9 @@ func (nd *Node) Restart(t testing.TB, join ...string) {
 		t.Fatalf("restart %s: %v", nd.cfg.NodeID, err)
 	}
 }
+
+// GossipKeyFile is the gossip key file the node starts with ("": none).
+func (nd *Node) GossipKeyFile() string { return nd.cfg.GossipKeyFile }
 
 // Up reports whether the node is running.
 func (nd *Node) Up() bool { return nd.up }
