@@ -29,6 +29,10 @@ type Config struct {
 	// wire format of releases before TLS, which rolling upgrades rely on.
 	TLS             *tlsutil.Cluster
 	BootstrapExpect int
+	// GossipKeyFile holds the base64 of a 16, 24 or 32-byte key: gossip
+	// is then encrypted, and only nodes holding a key of the cluster's
+	// keyring join it (empty: gossip in plain text). See openKeyring.
+	GossipKeyFile string
 	// StorageRoot becomes the metastore's managed storage root when this
 	// node bootstraps a new cluster.
 	StorageRoot string

@@ -39,6 +39,12 @@ type machineFSM struct {
 
 	metrics *nodeMetrics // snapshot durations and sizes (nil: none)
 
+	// keyringCh receives a signal (non-blocking) when an apply or a
+	// restore changed the gossip keyring, which is then installed outside
+	// the apply loop (see keyringLoop); keyring is the last one seen.
+	keyringCh chan struct{}
+	keyring   *fsm.GossipKeyring
+
 	dataDir  string // where a halt marker goes
 	halted   atomic.Pointer[Halt]
 	haltCh   chan struct{} // closed when the machine halts
@@ -47,7 +53,7 @@ type machineFSM struct {
 
 func newMachineFSM(m *fsm.Machine, log *slog.Logger, dataDir string) *machineFSM {
 	return &machineFSM{m: m, log: log, state: m.State(), changed: make(chan struct{}), dataDir: dataDir,
-		haltCh: make(chan struct{})}
+		haltCh: make(chan struct{}), keyringCh: make(chan struct{}, 1)}
 }
 
 var _ raft.BatchingFSM = (*machineFSM)(nil)
@@ -129,10 +135,23 @@ func (f *machineFSM) advance(index, term uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.state = f.m.State()
+	f.noteKeyring()
 	if index > f.applied {
 		f.applied, f.term = index, term
 		close(f.changed)
 		f.changed = make(chan struct{})
+	}
+}
+
+// noteKeyring signals keyringCh if the state's gossip keyring is not the
+// one last seen. f.mu is held.
+func (f *machineFSM) noteKeyring() {
+	if k := f.state.GossipKeyring(); k != f.keyring {
+		f.keyring = k
+		select {
+		case f.keyringCh <- struct{}{}:
+		default:
+		}
 	}
 }
 

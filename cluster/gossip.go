@@ -47,6 +47,10 @@ type nodeMeta struct {
 	// table location inside another's (left out when the metadata would
 	// not fit memberlist's limit).
 	DataDir string `json:"dir,omitempty"`
+	// Keys are the fingerprints (clusterapi.KeyFingerprint) of the gossip
+	// keys this node has installed, the primary first; none when its
+	// gossip is not encrypted.
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Gossip status of a member.
@@ -71,10 +75,14 @@ type gossip struct {
 	nodes map[string]member // by node id
 	// changed receives a signal (non-blocking) whenever membership changes.
 	changed chan struct{}
+	// keyring is memberlist's keyring (nil: gossip is not encrypted); it
+	// locks itself.
+	keyring *memberlist.Keyring
 }
 
-func newGossip(local nodeMeta) *gossip {
-	return &gossip{local: local, nodes: map[string]member{}, changed: make(chan struct{}, 1)}
+func newGossip(local nodeMeta, keyring *memberlist.Keyring) *gossip {
+	local.Keys = keyFingerprints(keyring)
+	return &gossip{local: local, nodes: map[string]member{}, changed: make(chan struct{}, 1), keyring: keyring}
 }
 
 func (g *gossip) NodeMeta(limit int) []byte {
@@ -138,6 +146,39 @@ func (g *gossip) markBootstrapped() bool {
 	return true
 }
 
+// noteKeys records the fingerprints of the keys now installed; the
+// caller then re-gossips.
+func (g *gossip) noteKeys() {
+	keys := keyFingerprints(g.keyring)
+	g.mu.Lock()
+	g.local.Keys = keys
+	g.mu.Unlock()
+}
+
+// keyHolders counts, over the alive nodes (this one as it is now), the
+// nodes that have each key installed and that encrypt with it, by
+// fingerprint.
+func (g *gossip) keyHolders() (installed, primary map[string]int, alive int) {
+	installed, primary = map[string]int{}, map[string]int{}
+	g.mu.Lock()
+	metas := []nodeMeta{g.local}
+	for _, m := range g.nodes {
+		if m.status == StatusAlive && m.meta.ID != g.local.ID {
+			metas = append(metas, m.meta)
+		}
+	}
+	g.mu.Unlock()
+	for _, m := range metas {
+		for i, fp := range m.Keys {
+			installed[fp]++
+			if i == 0 {
+				primary[fp]++
+			}
+		}
+	}
+	return installed, primary, len(metas)
+}
+
 // markLeaving records that this node is about to leave gossip.
 func (g *gossip) markLeaving() {
 	g.mu.Lock()
@@ -180,14 +221,20 @@ func (g *gossip) members() []member {
 }
 
 // memberlistLogger routes memberlist's log lines into slog, dropping its
-// chatty debug output.
+// chatty debug output, and says plainly when a message was refused for
+// its gossip key (see keyRefusal).
 func memberlistLogger(l *slog.Logger) *log.Logger {
-	return log.New(&levelFilter{l: l}, "", 0)
+	return log.New(&levelFilter{l: l, special: keyRefusal}, "", 0)
 }
 
 // levelFilter turns the "[LEVEL] message" lines of raft's and
-// memberlist's loggers into slog records of the matching level.
-type levelFilter struct{ l *slog.Logger }
+// memberlist's loggers into slog records of the matching level. A line
+// above debug that special recognises is a warning in the words special
+// gives it instead.
+type levelFilter struct {
+	l       *slog.Logger
+	special func(line string) (msg string, attrs []any, ok bool)
+}
 
 var levelPrefixes = []struct {
 	prefix string
@@ -206,8 +253,44 @@ func (f *levelFilter) Write(p []byte) (int, error) {
 			break
 		}
 	}
+	if f.special != nil && level > slog.LevelDebug {
+		if msg, attrs, ok := f.special(line); ok {
+			f.l.Warn(msg, attrs...)
+			return len(p), nil
+		}
+	}
 	f.l.Log(context.Background(), level, line)
 	return len(p), nil
+}
+
+// keyMismatches are memberlist's words for a message from a node that
+// holds none of this node's gossip keys, or that encrypts when this node
+// does not, or the other way round.
+var keyMismatches = []string{"no installed keys could decrypt the message",
+	"encryption is configured but remote state is not encrypted", "remote state is encrypted and encryption is not configured"}
+
+// keyRefusal makes a message memberlist refused for its key a warning
+// that says so and names the sender's address: a node started with a
+// wrong gossip key keeps trying to join, and an operator must find it.
+func keyRefusal(line string) (string, []any, bool) {
+	lower := strings.ToLower(line)
+	for _, m := range keyMismatches {
+		if strings.Contains(lower, m) {
+			msg := "gossip refused a message: " + m + " (the sender's gossip key is wrong or missing, or it missed a key rotation)"
+			return msg, []any{"from", fieldOf(line, "from="), "detail", line}, true
+		}
+	}
+	return "", nil, false
+}
+
+// fieldOf is the value of a key=value word in a log line ("" if none).
+func fieldOf(line, key string) string {
+	i := strings.Index(line, key)
+	if i < 0 {
+		return ""
+	}
+	v, _, _ := strings.Cut(line[i+len(key):], " ")
+	return v
 }
 
 // splitHostPort parses host:port with a numeric port.

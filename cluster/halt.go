@@ -83,7 +83,7 @@ func ReadHalt(dataDir string) (Halt, bool, error) {
 }
 
 func writeHalt(dataDir string, h Halt) error {
-	return writeJSONFile(filepath.Join(dataDir, haltFile), h)
+	return writeJSONFile(filepath.Join(dataDir, haltFile), h, 0o640)
 }
 
 // ReadSkips returns the skip decisions recorded in dataDir.
@@ -106,7 +106,7 @@ func SkipEntry(dataDir string, index uint64, sha string) error {
 			return fmt.Errorf("entry %d already has a skip decision for sha256 %s", index, s.SHA256)
 		}
 	}
-	if err := writeJSONFile(filepath.Join(dataDir, skipFile), append(skips, Skip{Index: index, SHA256: sha})); err != nil {
+	if err := writeJSONFile(filepath.Join(dataDir, skipFile), append(skips, Skip{Index: index, SHA256: sha}), 0o640); err != nil {
 		return err
 	}
 	h, ok, err := ReadHalt(dataDir)
@@ -154,14 +154,15 @@ func readJSONFile(path string, v any) (bool, error) {
 	return true, nil
 }
 
-// writeJSONFile replaces path atomically and durably.
-func writeJSONFile(path string, v any) error {
+// writeJSONFile replaces path atomically and durably; a new file gets
+// the permissions perm.
+func writeJSONFile(path string, v any, perm os.FileMode) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := writeSynced(tmp, append(b, '\n')); err != nil {
+	if err := writeSynced(tmp, append(b, '\n'), perm); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -170,8 +171,8 @@ func writeJSONFile(path string, v any) error {
 	return raftlog.SyncDir(filepath.Dir(path))
 }
 
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+func writeSynced(path string, b []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}

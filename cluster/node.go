@@ -259,9 +259,14 @@ func (n *Node) openGossip() error {
 	}
 	mc.PushPullInterval = 10 * time.Second // small clusters: converge faster after a restart
 	mc.Logger = memberlistLogger(n.cfg.Logger.With("component", "gossip"))
+	keyring, err := openKeyring(n.cfg.DataDir, n.cfg.GossipKeyFile)
+	if err != nil {
+		return err
+	}
+	mc.Keyring, mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = keyring, true, true
 	n.gossip = newGossip(nodeMeta{ID: n.cfg.NodeID, RaftAddr: string(n.trans.LocalAddr()),
 		HTTPAddr: n.cfg.HTTPAdvertise, BootstrapExpect: n.cfg.BootstrapExpect, Version: Version, Boot: uuid.NewString(),
-		LeaseNs: int64(n.lease.duration), Rules: fsm.CurrentRules, DataDir: absDir(n.cfg.DataDir)})
+		LeaseNs: int64(n.lease.duration), Rules: fsm.CurrentRules, DataDir: absDir(n.cfg.DataDir)}, keyring)
 	mc.Delegate, mc.Events = n.gossip, n.gossip
 	n.ml, err = memberlist.Create(mc)
 	if err != nil {
@@ -269,6 +274,10 @@ func (n *Node) openGossip() error {
 	}
 	ln := n.ml.LocalNode()
 	n.gossipAddr = net.JoinHostPort(ln.Addr.String(), fmt.Sprint(ln.Port))
+	if fps := keyFingerprints(keyring); len(fps) > 0 {
+		n.log.Info("gossip is encrypted", "primary", fps[0], "keys", fps)
+	}
+	n.start(n.keyringLoop)
 	return nil
 }
 

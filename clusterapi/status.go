@@ -1,5 +1,10 @@
 package clusterapi
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // Member is one server of the raft configuration as /v1/cluster shows it.
 type Member struct {
 	ID       string `json:"id"`
@@ -87,4 +92,36 @@ type LeaderChange struct {
 	AtUnixMs int64  `json:"at_unix_ms"`
 	Term     uint64 `json:"term"`
 	LeaderID string `json:"leader_id"`
+}
+
+// GossipKeys is the cluster's gossip encryption as a node sees it: each
+// key by its fingerprint, never the key itself.
+type GossipKeys struct {
+	// Encrypted is whether this node's gossip is encrypted (it was started
+	// with a gossip key file); nodes of one cluster all are or all are not.
+	Encrypted bool `json:"encrypted"`
+	// Alive counts the nodes gossip sees alive, this one included.
+	Alive int         `json:"alive_nodes"`
+	Keys  []GossipKey `json:"keys"`
+}
+
+// GossipKey is one gossip key an alive node has installed or the
+// replicated keyring holds.
+type GossipKey struct {
+	Fingerprint string `json:"fingerprint"` // see KeyFingerprint
+	Installed   int    `json:"installed"`   // alive nodes that decrypt with it
+	Primary     int    `json:"primary"`     // alive nodes that encrypt with it
+	Alive       int    `json:"alive"`       // alive nodes
+	// Replicated is whether the replicated keyring, which every node
+	// installs once it has applied it, holds the key; ReplicatedPrimary
+	// whether it is that keyring's primary.
+	Replicated        bool `json:"replicated"`
+	ReplicatedPrimary bool `json:"replicated_primary"`
+}
+
+// KeyFingerprint names a gossip key without revealing it: the first 8
+// hex digits of the SHA-256 of the raw key.
+func KeyFingerprint(key []byte) string {
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:4])
 }

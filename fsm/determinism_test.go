@@ -58,12 +58,16 @@ type logGen struct {
 	authIDs     int
 	tokenIDs    []string
 	grantKeys   []string
+	// grng draws the gossip keyring commands (determinism_gossip_test.go)
+	// as arng does the auth ones; gossipEntries counts them.
+	grng          *rand.Rand
+	gossipEntries int
 }
 
 func newLogGen(t testing.TB, seed uint64) *logGen {
 	return &logGen{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), driver: fsm.NewMachine(), clock: baseTime,
 		srng: rand.New(rand.NewPCG(seed^0x5ca1ab1e, seed)), lrng: rand.New(rand.NewPCG(seed^0x1a9ce, seed+1)),
-		arng: rand.New(rand.NewPCG(seed^0xa7e5, seed+2))}
+		arng: rand.New(rand.NewPCG(seed^0xa7e5, seed+2)), grng: rand.New(rand.NewPCG(seed^0x6055, seed+3))}
 }
 
 func (g *logGen) stamp() fsm.Stamp {
@@ -298,6 +302,10 @@ func (g *logGen) metadataCmd(tb *fsm.Table) *fsm.UpdateTable {
 
 // step emits one random command.
 func (g *logGen) step() {
+	if g.grng.IntN(100) < 6 {
+		g.gossipKeyCmd()
+		return
+	}
 	if g.arng.IntN(100) < 15 {
 		g.authCmd()
 		return
@@ -585,7 +593,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 			g.emit(&fsm.CreateSchema{Stamp: g.stamp(), ID: g.id("sch"), CatalogName: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("s%d", j), StorageRoot: root})
 		}
 	}
-	for len(g.log)-g.sharingEntries-g.lanceEntries-g.authEntries < 600 {
+	for len(g.log)-g.sharingEntries-g.lanceEntries-g.authEntries-g.gossipEntries < 600 {
 		g.step()
 	}
 	var failures, noops, successes int
@@ -612,6 +620,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	checkSharingVariety(t, g)
 	checkLanceVariety(t, g)
 	checkAuthVariety(t, g)
+	checkGossipKeyVariety(t, g)
 	if failures < 50 || noops < 10 || successes < 200 || tables < 5 || commits < 20 || len(codes) < 8 || codes[fsm.CodeResourceExhausted] == 0 {
 		t.Fatalf("log is not varied enough: ok %d, no-op %d, failed %d %v, tables %d, commits %d",
 			successes, noops, failures, codes, tables, commits)
@@ -649,6 +658,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	sameSharingAnswers(t, m1.State(), restored, g)
 	sameLanceAnswers(t, m1.State(), restored, g)
 	sameAuthAnswers(t, m1.State(), restored, g)
+	sameGossipKeyring(t, m1.State(), restored)
 
 	// A replica restored from the snapshot continues exactly like the
 	// replicas that applied the whole log.
@@ -672,6 +682,7 @@ func checkDeterministic(t *testing.T, seed uint64, rules bool) {
 	sameLanceAnswers(t, m1.State(), m3.State(), g)
 	checkLanceRecords(t, m3.State(), g)
 	sameAuthAnswers(t, m1.State(), m3.State(), g)
+	sameGossipKeyring(t, m1.State(), m3.State())
 	checkAuthRecords(t, m3.State(), g)
 }
 

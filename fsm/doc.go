@@ -37,6 +37,7 @@
 // Delta Sharing's objects live outside namespaces: shares (share.go),
 // recipients and their tokens, held as hashes (recipient.go), and the key
 // that signs the file URLs raftcat serves itself (sharing_key.go).
+// The keyring the nodes encrypt their gossip with is gossip_key.go's.
 //
 // # Adding an object kind
 //

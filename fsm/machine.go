@@ -36,6 +36,8 @@ type Result struct {
 	AuthToken *AuthToken
 	Grants    *Grants
 	AuthKeys  *AuthSigningKeys
+	// GossipKeys is the gossip keyring after a change (gossip_key.go).
+	GossipKeys *GossipKeyring
 	// Steps are the results of a Transaction's commands, in order. When
 	// the transaction failed, the last step is the command that failed.
 	Steps []Result

@@ -27,7 +27,7 @@ func TestRegistriesRefuseMistakes(t *testing.T) {
 }
 
 func TestEveryKindIsRegistered(t *testing.T) {
-	for ct := CmdInit; ct <= CmdSetAuthSigningKey; ct++ {
+	for ct := CmdInit; ct <= CmdChangeGossipKey; ct++ {
 		spec := commandSpecs[ct]
 		if spec == nil || spec.newCmd().Type() != ct {
 			t.Fatalf("command type %d not registered", ct)
@@ -36,7 +36,7 @@ func TestEveryKindIsRegistered(t *testing.T) {
 			t.Fatalf("command type %d is named %q, want %q", ct, ct.String(), want)
 		}
 	}
-	for kind := RecordMetastore; kind <= RecordAuthSigningKeys; kind++ {
+	for kind := RecordMetastore; kind <= RecordGossipKeyring; kind++ {
 		if recordSpecs[kind] == nil {
 			t.Fatalf("record kind %d not registered", kind)
 		}

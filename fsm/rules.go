@@ -18,16 +18,22 @@ const (
 	// signing keys (command types 39 to 44); those are proposed only
 	// from this level on.
 	RulesAuth uint16 = 2
+	// RulesGossipKeys: replicas know the gossip keyring (command type
+	// 45), proposed only from this level on.
+	RulesGossipKeys uint16 = 3
 
 	// CurrentRules is the highest level this build applies.
-	CurrentRules = RulesAuth
+	CurrentRules = RulesGossipKeys
 )
 
 // RulesNeeded is the least level every replica must know before a
 // command of type ct may be proposed: an older replica would not know
 // how to apply it and would halt.
 func RulesNeeded(ct CommandType) uint16 {
-	if ct >= CmdCreatePrincipal && ct <= CmdSetAuthSigningKey {
+	switch {
+	case ct == CmdChangeGossipKey:
+		return RulesGossipKeys
+	case ct >= CmdCreatePrincipal && ct <= CmdSetAuthSigningKey:
 		return RulesAuth
 	}
 	return RulesOriginal

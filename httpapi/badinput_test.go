@@ -91,6 +91,7 @@ var routeCases = map[string]routeCase{
 	"POST /v1/cluster/transfer-leadership":                           {`{"id":"node-x"}`, "id", false},
 	"POST /v1/cluster/remove-node":                                   {`{"id":"node-x"}`, "id", true},
 	"POST /v1/cluster/restore":                                       {`{"not":"a snapshot"}`, "", false},
+	"POST /v1/cluster/gossip-keys":                                   {`{"op":"install","key":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}`, "key", true},
 	"POST /v1/auth/principals":                                       {`{"name":"sweep_p","type":"user"}`, "name", true},
 	"POST /v1/auth/tokens":                                           {`{"principal":"admin","ttl_seconds":60}`, "principal", false},
 	"POST /v1/auth/signing-keys/rotate":                              {`{"grace_seconds":60}`, "", false},

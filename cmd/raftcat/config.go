@@ -34,6 +34,7 @@ type Config struct {
 	GossipAdvertise  string
 	Join             string
 	BootstrapExpect  int
+	GossipKeyFile    string
 	StorageRoot      string
 	LogLevel         string
 	LogFormat        string
@@ -86,6 +87,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:8301", "address gossip (memberlist, TCP and UDP) listens on")
 	fs.StringVar(&c.GossipAdvertise, "gossip-advertise", "", "gossip address peers reach (default: --gossip-addr)")
 	fs.StringVar(&c.Join, "join", "", "comma-separated gossip addresses of peers to join")
+	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", "", "file holding the base64 of a 16, 24 or 32-byte key ('raftcat gossip keygen' prints one): gossip is encrypted, and only nodes holding a key of the cluster's keyring join it; rotate keys with 'raftcat gossip keys' (default: gossip in plain text)")
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 1, "number of nodes that form a new cluster; every node gets the same value")
 	fs.StringVar(&c.StorageRoot, "storage-root", "", "managed storage root of a new cluster (default: file://<absolute data dir>/warehouse)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -267,7 +269,7 @@ func (c *Config) joinAddrs() []string {
 func (c *Config) clusterConfig(log *slog.Logger, reg prometheus.Registerer) cluster.Config {
 	return cluster.Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftBind: c.RaftAddr, RaftAdvertise: c.RaftAdvertise,
 		GossipBind: c.GossipAddr, GossipAdvertise: c.GossipAdvertise, HTTPAdvertise: c.HTTPAdvertise,
-		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, StorageRoot: c.StorageRoot,
+		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, GossipKeyFile: c.GossipKeyFile, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
 		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogStore: c.RaftLogStore, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, LeaderFollowsClients: c.FollowClients, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
 		MinQuorum: c.MinQuorum, Logger: log, Metrics: reg}

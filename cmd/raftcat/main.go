@@ -52,6 +52,7 @@ Usage:
   raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
   raftcat auth principal|token|whoami ...    manage principals and API tokens ('raftcat auth --help')
   raftcat tls ca|cert create [flags]         make a CA, and node and client certificates it signs ('raftcat tls --help')
+  raftcat gossip keygen|keys ...             make gossip keys, rotate the cluster's ('raftcat gossip --help')
   raftcat version                            print the version
 
 --addr names any node (default http://127.0.0.1:8080, or RAFTCAT_ADDR);
@@ -88,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return authCmd(args, stdout, stderr)
 	case "tls":
 		return tlsCmd(args, stdout, stderr)
+	case "gossip":
+		return gossipCmd(args, stdout, stderr)
 	case "remove-node":
 		return postCmd("remove-node", "/v1/cluster/remove-node", args, stdout, stderr, 1)
 	case "transfer-leadership":

@@ -1,8 +1,8 @@
 // Package admin serves a node's operational endpoints: liveness and
 // readiness (with the load balancers' leader check), the cluster status,
 // state digests, backups and their restore, leadership transfer and
-// membership changes, and optionally Go's profiles. Errors are answered
-// {"error": message, "code": status}.
+// membership changes, gossip key rotation, and optionally Go's profiles.
+// Errors are answered {"error": message, "code": status}.
 package admin
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/raftcat/raftcat/clusterapi"
+	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/internal/relay"
 	"github.com/raftcat/raftcat/snapshot"
@@ -32,6 +33,11 @@ type Operations interface {
 	RemoveServer(ctx context.Context, id string) error
 	PrepareLeave(ctx context.Context) error
 	Shutdown() error
+	// GossipKeys lists the gossip keys by fingerprint, with st's
+	// replicated keyring; GossipKeyring is this node's keyring, base64,
+	// the primary first (none: gossip is not encrypted).
+	GossipKeys(st *fsm.State) clusterapi.GossipKeys
+	GossipKeyring() []string
 }
 
 // Config configures the admin endpoints.
@@ -93,6 +99,8 @@ func (s *Server) routes(e *httpapi.Routes) {
 	g.POST("/transfer-leadership", admin, s.transferLeadership, s.core.ToLeader)
 	g.POST("/remove-node", admin, s.removeNode, s.core.ToLeader)
 	g.POST("/leave", admin, s.leave)
+	g.GET("/gossip-keys", admin, s.listGossipKeys, s.core.ToLeader)
+	g.POST("/gossip-keys", admin, httpapi.Write(s.core, s.buildGossipKey, nil, s.gossipKeysAnswer), s.core.ToLeader)
 }
 
 // leaderCheck (GET /readyz?leader) answers 200 only on the leader, once

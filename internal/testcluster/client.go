@@ -23,7 +23,6 @@ func (r Response) Index() uint64 {
 	return n
 }
 
-
 // Do sends a request with an optional JSON body (any value, or a string
 // sent verbatim) and extra headers given as key, value pairs.
 func Do(t testing.TB, method, url string, body any, headers ...string) Response {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -111,6 +112,9 @@ type Options struct {
 	// HTTPListener, if set, wraps each node's HTTP listener (by node id),
 	// to watch what reaches it.
 	HTTPListener func(id string, ln net.Listener) net.Listener
+	// GossipKey, if set, encrypts the nodes' gossip: each node is started
+	// with a key file holding it (see GossipKeyFile).
+	GossipKey string
 }
 
 // Placement tunes the leadership placement policy for a test.
@@ -186,6 +190,12 @@ func newNode(t testing.TB, id string, expect int, join []string, opts Options) *
 		DisableReadLease: opts.NoReadLease, Logger: logger(opts.Verbose, nd.recent), LogStore: opts.LogStore}
 	if opts.Logger != nil {
 		nd.cfg.Logger = opts.Logger(id)
+	}
+	if opts.GossipKey != "" {
+		nd.cfg.GossipKeyFile = filepath.Join(t.TempDir(), "gossip.key")
+		if err := os.WriteFile(nd.cfg.GossipKeyFile, []byte(opts.GossipKey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if p := opts.Placement; p != nil {
 		nd.cfg.LeaderFollowsClients, nd.cfg.PlacementWindow, nd.cfg.PlacementMinRequests = true, p.Window, p.MinRequests
@@ -309,6 +319,9 @@ func (nd *Node) Restart(t testing.TB, join ...string) {
 // Handler is the node's HTTP handler, to serve it elsewhere too (over
 // TLS, say).
 func (nd *Node) Handler() http.Handler { return nd.api.Handler() }
+
+// GossipKeyFile is the gossip key file the node starts with ("": none).
+func (nd *Node) GossipKeyFile() string { return nd.cfg.GossipKeyFile }
 
 // Up reports whether the node is running.
 func (nd *Node) Up() bool { return nd.up }
