@@ -2,10 +2,9 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"strings"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -17,9 +16,9 @@ import (
 // than DeadServerThreshold, never taking the cluster below MinQuorum
 // voters nor removing a majority.
 type pilot struct {
-	n      *Node
-	ap     *autopilot.Autopilot
-	client *http.Client
+	n     *Node
+	ap    *autopilot.Autopilot
+	fetch atomic.Pointer[StatusFetcher] // see FetchStatusWith
 
 	mu        sync.Mutex
 	state     *autopilot.State
@@ -29,7 +28,7 @@ type pilot struct {
 }
 
 func newPilot(n *Node) *pilot {
-	p := &pilot{n: n, client: &http.Client{Timeout: time.Second}, failedAt: map[string]time.Time{}}
+	p := &pilot{n: n, failedAt: map[string]time.Time{}}
 	p.ap = autopilot.New(transferGuard{Raft: n.raft, lease: n.lease}, p, autopilot.WithLogger(n.hlog.Named("autopilot")),
 		autopilot.WithUpdateInterval(time.Second), autopilot.WithReconcileInterval(time.Second))
 	return p
@@ -123,7 +122,8 @@ func (p *pilot) nodeStatus(m member) autopilot.NodeStatus {
 	return autopilot.NodeFailed
 }
 
-// FetchServerStats asks every server for its raft position over HTTP.
+// FetchServerStats asks every server for its raft position (see
+// FetchStatusWith).
 func (p *pilot) FetchServerStats(ctx context.Context, servers map[raft.ServerID]*autopilot.Server) map[raft.ServerID]*autopilot.ServerStats {
 	out := map[raft.ServerID]*autopilot.ServerStats{}
 	var mu sync.Mutex
@@ -139,7 +139,7 @@ func (p *pilot) FetchServerStats(ctx context.Context, servers map[raft.ServerID]
 		// otherwise keep its last (healthy) stats forever.
 		unreachable := &autopilot.ServerStats{LastContact: -1}
 		m, ok := p.n.gossip.get(string(id))
-		if !ok || m.meta.HTTPAddr == "" {
+		if !ok {
 			mu.Lock()
 			out[id] = unreachable
 			mu.Unlock()
@@ -149,7 +149,7 @@ func (p *pilot) FetchServerStats(ctx context.Context, servers map[raft.ServerID]
 		go func() {
 			defer wg.Done()
 			stats := unreachable
-			if st, err := p.remoteStatus(ctx, m.meta.HTTPAddr); err == nil {
+			if st, err := p.remoteStatus(ctx, Member{ID: m.meta.ID, RaftAddr: m.meta.RaftAddr, HTTPAddr: m.meta.HTTPAddr}); err == nil {
 				stats = statsFrom(st)
 			}
 			mu.Lock()
@@ -161,22 +161,25 @@ func (p *pilot) FetchServerStats(ctx context.Context, servers map[raft.ServerID]
 	return out
 }
 
-func (p *pilot) remoteStatus(ctx context.Context, addr string) (Status, error) {
-	url := addr
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
+// StatusFetcher asks member m for its status (its GET /v1/cluster) the
+// way the HTTP layer reaches peers: over the connections between nodes,
+// with their TLS and signatures.
+type StatusFetcher = func(ctx context.Context, m Member) (Status, error)
+
+// FetchStatusWith is how autopilot asks the other servers for their raft
+// position; until it is called they count as unreachable.
+func (n *Node) FetchStatusWith(f StatusFetcher) { n.pilot.fetch.Store(&f) }
+
+var errNoStatusFetcher = errors.New("no way to ask peers for their status yet")
+
+func (p *pilot) remoteStatus(ctx context.Context, m Member) (Status, error) {
+	f := p.fetch.Load()
+	if f == nil {
+		return Status{}, errNoStatusFetcher
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/cluster", nil)
-	if err != nil {
-		return Status{}, err
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return Status{}, err
-	}
-	defer resp.Body.Close()
-	var st Status
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return (*f)(ctx, m)
 }
 
 func statsFrom(st Status) *autopilot.ServerStats {

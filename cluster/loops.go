@@ -187,6 +187,31 @@ func (n *Node) establish(term uint64) {
 	n.log.Info("leader ready", "term", term)
 }
 
+// admitRetry is how long a member whose cluster port failed admission
+// is left alone before the leader tries it again (and logs again).
+const admitRetry = 30 * time.Second
+
+// admitVoter reports whether gossip member m may become a voter: with
+// TLS, its cluster port must first prove it holds a node certificate of
+// the cluster CA (gossip alone does not prove it). Only the leader loop
+// calls it.
+func (n *Node) admitVoter(m member) bool {
+	if until, ok := n.notAdmitted[m.meta.ID]; ok && time.Now().Before(until) {
+		return false
+	}
+	if err := n.port.admit(m.meta.RaftAddr); err != nil {
+		if n.notAdmitted == nil {
+			n.notAdmitted = map[string]time.Time{}
+		}
+		n.notAdmitted[m.meta.ID] = time.Now().Add(admitRetry)
+		n.log.Warn("not adding a voter whose cluster port does not prove it is a node of this cluster",
+			"node", m.meta.ID, "raft_addr", m.meta.RaftAddr, "err", err, "retry_in", admitRetry)
+		return false
+	}
+	delete(n.notAdmitted, m.meta.ID)
+	return true
+}
+
 // reconcile adds every alive gossip member that is not yet in the raft
 // configuration as a voter. Failed members are left alone: they may only
 // be paused, and removing them would shrink the quorum.
@@ -207,9 +232,7 @@ func (n *Node) reconcile() {
 		if addr, ok := known[id]; ok && addr == raft.ServerAddress(m.meta.RaftAddr) {
 			continue
 		}
-		if err := n.port.admit(m.meta.RaftAddr); err != nil {
-			n.log.Warn("not adding a voter whose cluster port does not prove it is a node of this cluster",
-				"node", m.meta.ID, "raft_addr", m.meta.RaftAddr, "err", err)
+		if !n.admitVoter(m) {
 			continue
 		}
 		err := n.raft.AddVoter(id, raft.ServerAddress(m.meta.RaftAddr), 0, 10*time.Second).Error()

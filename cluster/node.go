@@ -65,6 +65,9 @@ type Node struct {
 	// reconcile does not add them back while that process still runs.
 	removedMu sync.Mutex
 	removed   map[string]bool
+	// notAdmitted holds, by node id, until when a member whose cluster
+	// port failed admission is left alone (leader loop only).
+	notAdmitted map[string]time.Time
 	// done is closed when the node has stopped for good: shut down, or
 	// removed from the cluster (it then leaves gossip by itself).
 	done     chan struct{}

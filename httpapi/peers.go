@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/raftcat/raftcat/clusterapi"
@@ -104,4 +108,36 @@ func (s *Server) PeerGet(ctx context.Context, m clusterapi.Member, path string) 
 		req.Header.Set(HeaderRequestID, id)
 	}
 	return s.proxy.client.Do(req)
+}
+
+// maxStatusBytes bounds a member's status answer.
+const maxStatusBytes = 4 << 20
+
+// PeerStatus asks member m for its status (GET /v1/cluster) over the
+// connections between nodes: the status page's members and the
+// replication layer's health checks (autopilot) ask this way.
+func (s *Server) PeerStatus(ctx context.Context, m clusterapi.Member) (clusterapi.Status, error) {
+	var st clusterapi.Status
+	resp, err := s.PeerGet(ctx, m, "/v1/cluster")
+	if err != nil {
+		return st, fmt.Errorf("unreachable: %w", unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("answered HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatusBytes)).Decode(&st); err != nil {
+		return st, fmt.Errorf("answered an unreadable status: %w", err)
+	}
+	return st, nil
+}
+
+// unwrapURLError drops the "Get <url>:" an HTTP client's errors start
+// with (callers name the address already).
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

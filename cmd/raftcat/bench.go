@@ -27,6 +27,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg bench.Config
 	urls := fs.String("urls", "", "comma-separated HTTP URLs of an existing cluster (default: start three local nodes)")
+	caFile := fs.String("ca-file", os.Getenv("RAFTCAT_CA_FILE"), "CA certificate(s) (PEM) of a --urls cluster serving HTTPS (default: the system's trusted CAs) [RAFTCAT_CA_FILE]")
 	fs.IntVar(&cfg.Tables, "tables", 16, "tables the clients commit to (client i writes table i mod tables)")
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially (with --protocol sharing: querying; 8 unless given)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time (with --protocol sharing: of each cached query kind; with --protocol lance: of each kind per round)")
@@ -157,6 +158,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		for _, u := range strings.Split(*urls, ",") {
 			cfg.URLs = append(cfg.URLs, strings.TrimRight(strings.TrimSpace(u), "/"))
 		}
+		tlsConfig, err := (clientOptions{caFile: *caFile}).tlsConfig()
+		if err != nil {
+			fmt.Fprintln(stderr, "raftcat bench:", err)
+			return 2
+		}
+		cfg.TLS = tlsConfig
 	}
 	if *serveFlags != "" {
 		cfg.ServeFlags = strings.Fields(*serveFlags)

@@ -95,24 +95,7 @@ func checkBreakdown(t *testing.T, rep bench.Report, commits int) {
 // alternating rounds, must both commit, verify every table afterwards
 // and be compared, with the breakdown of both.
 func TestBenchAgainstAuthOffSmoke(t *testing.T) {
-	bin := raftcatBinary(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "bench.json")
-	cmd := exec.Command(bin, "bench", "--against-auth-off", "--duration", "1s", "--warmup", "0s", "--rounds", "2",
-		"--clients", "4", "--tables", "2", "--dir", dir, "--out", out)
-	cmd.Env = append(os.Environ(), "RAFTCAT_TOKEN=") // the bench makes the admin token
-	output, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("raftcat bench --against-auth-off: %v\n%s", err, output)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("result is not JSON: %v\n%s", err, raw)
-	}
+	rep, raw, output, dir := benchComparison(t, "--against-auth-off")
 	if rep.Auth != "token" || rep.AuthOff == nil || rep.AuthOff.System != "auth-off" || rep.Etcd != nil {
 		t.Fatalf("report %s", raw)
 	}
@@ -140,6 +123,29 @@ func TestBenchAgainstAuthOffSmoke(t *testing.T) {
 	if log, err := os.ReadFile(filepath.Join(dir, "raftcat", "node1.log")); err != nil || !strings.Contains(string(log), "authentication on") {
 		t.Errorf("the cluster compared did not run with authentication on: %v", err)
 	}
+}
+
+// benchComparison runs a short bench of two started clusters compared
+// by flag (--against-auth-off, --secure) in alternating rounds, in a
+// directory it returns, and its report.
+func benchComparison(t *testing.T, flag string) (rep bench.Report, raw []byte, output []byte, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	out := filepath.Join(dir, "bench.json")
+	cmd := exec.Command(raftcatBinary(t), "bench", flag, "--duration", "1s", "--warmup", "0s", "--rounds", "2",
+		"--clients", "4", "--tables", "2", "--dir", dir, "--out", out)
+	cmd.Env = append(os.Environ(), "RAFTCAT_TOKEN=") // the bench makes the admin token
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench %s: %v\n%s", flag, err, output)
+	}
+	if raw, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	return rep, raw, output, dir
 }
 
 // TestBenchIcebergSmoke runs `raftcat bench --protocol iceberg` for a few
@@ -450,24 +456,7 @@ func postgresLeft(t *testing.T, output string) []string {
 // rounds, must both commit over kept-alive connections, verify every
 // table afterwards and be compared.
 func TestBenchSecureSmoke(t *testing.T) {
-	bin := raftcatBinary(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "bench.json")
-	cmd := exec.Command(bin, "bench", "--secure", "--duration", "1s", "--warmup", "0s", "--rounds", "2",
-		"--clients", "4", "--tables", "2", "--dir", dir, "--out", out)
-	cmd.Env = append(os.Environ(), "RAFTCAT_TOKEN=")
-	output, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("raftcat bench --secure: %v\n%s", err, output)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("result is not JSON: %v\n%s", err, raw)
-	}
+	rep, raw, output, dir := benchComparison(t, "--secure")
 	if !rep.Secure || rep.Auth != "token" || rep.TLSOff == nil || rep.TLSOff.System != "tls-off" || rep.AuthOff != nil {
 		t.Fatalf("report %s", raw)
 	}

@@ -117,8 +117,10 @@ func TestChaosSecureDrillFindsNoViolation(t *testing.T) {
 	t.Logf("%d operations, %d faults, %d answers 401 to the valid token", sum.Operations, len(sum.Faults), sum.Unauthenticated)
 	for _, node := range []string{"node1", "node2", "node3"} {
 		log, err := os.ReadFile(filepath.Join(out, node+".log"))
-		if err != nil || !strings.Contains(string(log), "authentication on") {
-			t.Fatalf("%s did not run with authentication on (%v)", node, err)
+		for _, want := range []string{"authentication on", "tls=true", "mutual_tls=true", "gossip is encrypted"} {
+			if err != nil || !strings.Contains(string(log), want) {
+				t.Fatalf("%s: no %q in its log (%v)", node, want, err)
+			}
 		}
 	}
 	var check bytes.Buffer

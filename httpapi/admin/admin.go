@@ -38,6 +38,9 @@ type Operations interface {
 	// the primary first (none: gossip is not encrypted).
 	GossipKeys(st *fsm.State) clusterapi.GossipKeys
 	GossipKeyring() []string
+	// FetchStatusWith gives the replication layer the way to ask a peer
+	// for its status (autopilot's health checks): this server's.
+	FetchStatusWith(f func(ctx context.Context, m clusterapi.Member) (clusterapi.Status, error))
 }
 
 // Config configures the admin endpoints.
@@ -63,6 +66,7 @@ type Server struct {
 // it one by one, in plain HTTP exchanges (a snapshot download streams).
 func Register(core *httpapi.Server, ops Operations, cfg Config) *Server {
 	s := &Server{core: core, cluster: core.Node(), ops: ops, log: core.Logger()}
+	ops.FetchStatusWith(core.PeerStatus)
 	e := core.Mount(httpapi.Group{Name: "admin", Prefix: "", Errors: errorMapping{}, Streaming: []string{restorePath}})
 	s.routes(e)
 	if cfg.Pprof {

@@ -2,12 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -18,8 +12,6 @@ import (
 // does not answer in time shows as unreachable.
 const peerTimeout = time.Second
 
-// maxStatusBytes bounds a member's status answer.
-const maxStatusBytes = 4 << 20
 
 // member is one server of the raft configuration: how this node sees it
 // (gossip), and what it reports of itself. The figures are null when the
@@ -128,27 +120,6 @@ func leaderAutopilot(ms []member) *clusterapi.AutopilotStatus {
 func (s *Server) fetchStatus(ctx context.Context, m clusterapi.Member) (clusterapi.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
-	var st clusterapi.Status
-	resp, err := s.core.PeerGet(ctx, m, "/v1/cluster")
-	if err != nil {
-		return st, fmt.Errorf("unreachable: %w", unwrapURLError(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("answered HTTP %d", resp.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatusBytes)).Decode(&st); err != nil {
-		return st, fmt.Errorf("answered an unreadable status: %w", err)
-	}
-	return st, nil
+	return s.core.PeerStatus(ctx, m)
 }
 
-// unwrapURLError drops the "Get <url>:" an HTTP client's errors start
-// with (the page shows the address already).
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}

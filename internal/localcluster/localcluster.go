@@ -349,3 +349,7 @@ func WaitReadyWith(ctx context.Context, client *http.Client, urls []string) erro
 	}
 	return nil
 }
+
+// GossipAddrs are the gossip addresses of the nodes Start started, which
+// another node joins through.
+func (c *Cluster) GossipAddrs() []string { return append([]string(nil), c.gossip...) }
