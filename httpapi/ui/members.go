@@ -12,7 +12,6 @@ import (
 // does not answer in time shows as unreachable.
 const peerTimeout = time.Second
 
-
 // member is one server of the raft configuration: how this node sees it
 // (gossip), and what it reports of itself. The figures are null when the
 // member could not be asked.
@@ -122,4 +121,3 @@ func (s *Server) fetchStatus(ctx context.Context, m clusterapi.Member) (clustera
 	defer cancel()
 	return s.core.PeerStatus(ctx, m)
 }
-
