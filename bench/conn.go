@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -21,7 +22,7 @@ type connClient struct {
 	timeout   time.Duration // of one exchange
 	idleLimit time.Duration // see connIdleLimit
 	token     bearer        // sent with every request
-	tls       *tls.Config   // for https:// URLs (nil: plain HTTP)
+	tls       *tls.Config   // for https:// URLs (nil: the system's roots)
 	conn      net.Conn
 	host      string
 	br        *bufio.Reader
@@ -51,7 +52,7 @@ func (c *connClient) send(ctx context.Context, method, url string, body io.Reade
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c.token.authorize(req.Header)
-	reused, err := c.connect(ctx, req.URL.Host)
+	reused, err := c.connect(ctx, req.URL)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -61,7 +62,7 @@ func (c *connClient) send(ctx context.Context, method, url string, body io.Reade
 		// a read is safe to send again on a new one (a commit never is).
 		c.close()
 		buf.Reset()
-		if _, err = c.connect(ctx, req.URL.Host); err == nil {
+		if _, err = c.connect(ctx, req.URL); err == nil {
 			code, err = c.exchange(ctx, req, buf)
 		}
 	}
@@ -74,9 +75,10 @@ func (c *connClient) send(ctx context.Context, method, url string, body io.Reade
 	return code, buf.Bytes(), err
 }
 
-// connect makes sure a fresh enough connection to host is open; reused
-// says it was open before.
-func (c *connClient) connect(ctx context.Context, host string) (reused bool, err error) {
+// connect makes sure a fresh enough connection to u's host is open, with
+// TLS for https; reused says it was open before.
+func (c *connClient) connect(ctx context.Context, u *url.URL) (reused bool, err error) {
+	host := u.Host
 	if c.conn != nil && (c.host != host || time.Since(c.lastUsed) > c.idleLimit) {
 		c.close()
 	}
@@ -87,7 +89,7 @@ func (c *connClient) connect(ctx context.Context, host string) (reused bool, err
 	if err != nil {
 		return false, err
 	}
-	if c.tls != nil {
+	if u.Scheme == "https" {
 		if conn, err = c.handshake(ctx, conn, host); err != nil {
 			return false, err
 		}
@@ -100,7 +102,10 @@ func (c *connClient) connect(ctx context.Context, host string) (reused bool, err
 // handshake puts TLS on a new connection to host, speaking HTTP/1.1 as
 // the plain connections do; it is kept alive and reused, as they are.
 func (c *connClient) handshake(ctx context.Context, conn net.Conn, host string) (net.Conn, error) {
-	cfg := c.tls.Clone()
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.tls != nil {
+		cfg = c.tls.Clone()
+	}
 	cfg.NextProtos = []string{"http/1.1"}
 	if cfg.ServerName == "" {
 		cfg.ServerName, _, _ = net.SplitHostPort(host)

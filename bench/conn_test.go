@@ -49,6 +49,36 @@ func TestConnClientKeepsOneConnectionAndReadsWholeAnswers(t *testing.T) {
 	}
 }
 
+// Over https the client puts TLS on its connection, trusting what its
+// configuration trusts, and keeps that connection too; http URLs stay
+// plain whatever the configuration.
+func TestConnClientSpeaksTLSToHTTPSURLs(t *testing.T) {
+	var seen peers
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.add(r.RemoteAddr)
+		io.WriteString(w, r.Proto)
+	})
+	srv := httptest.NewTLSServer(handler)
+	defer srv.Close()
+	plain := httptest.NewServer(handler)
+	defer plain.Close()
+	c := newConnClient("", srv.Client().Transport.(*http.Transport).TLSClientConfig)
+	defer c.close()
+	var buf bytes.Buffer
+	for i, u := range []string{srv.URL, srv.URL, plain.URL} {
+		code, answer, err := c.send(context.Background(), http.MethodGet, u+"/t", nil, &buf)
+		if err != nil || code != http.StatusOK || string(answer) != "HTTP/1.1" {
+			t.Fatalf("exchange %d with %s: %d %q %v", i, u, code, answer, err)
+		}
+	}
+	if a := seen.list(); len(a) != 3 || a[0] != a[1] || a[1] == a[2] {
+		t.Fatalf("requests came from %v, want one kept-alive TLS connection, then a plain one", a)
+	}
+	if _, _, err := newConnClient("", nil).send(context.Background(), http.MethodGet, srv.URL+"/t", nil, &buf); err == nil {
+		t.Fatal("a server certificate the client does not trust was accepted")
+	}
+}
+
 func TestConnClientRedialsAfterTheServerCloses(t *testing.T) {
 	var seen peers
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,9 +41,21 @@ func newClient(o clientOptions, timeout time.Duration) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	ct := cliTransport{token: o.token, certAsked: new(atomic.Bool)}
+	if len(cfg.Certificates) == 0 {
+		// With TLS 1.3 a node refuses a missing client certificate after
+		// the client's side of the handshake is done: the request then
+		// fails with a reset rather than the node's alert. That the node
+		// asked for one is what tells the two apart.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			ct.certAsked.Store(true)
+			return &tls.Certificate{}, nil
+		}
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = cfg
-	return &http.Client{Timeout: timeout, Transport: cliTransport{token: o.token, base: t}}, nil
+	ct.base = t
+	return &http.Client{Timeout: timeout, Transport: ct}, nil
 }
 
 func (o clientOptions) tlsConfig() (*tls.Config, error) {
@@ -74,8 +87,9 @@ func (o clientOptions) tlsConfig() (*tls.Config, error) {
 // failures a wrong --addr scheme or missing TLS flag causes into errors
 // that name the fix.
 type cliTransport struct {
-	token string
-	base  http.RoundTripper
+	token     string
+	base      http.RoundTripper
+	certAsked *atomic.Bool // a node asked for a client certificate this client has not
 }
 
 func (t cliTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -84,6 +98,9 @@ func (t cliTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := t.base.RoundTrip(r)
+	if err != nil && t.certAsked.Load() {
+		return nil, fmt.Errorf("%w: %s", err, needClientCert)
+	}
 	if err != nil {
 		return nil, explainTLS(err)
 	}
@@ -92,6 +109,8 @@ func (t cliTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+const needClientCert = "the node requires a client certificate signed by its --tls-client-ca-file; pass it with --cert-file and --key-file"
 
 // explainTLS adds to a failed TLS handshake what to do about it.
 func explainTLS(err error) error {
@@ -104,7 +123,7 @@ func explainTLS(err error) error {
 	case errors.As(err, &wrongHost):
 		return fmt.Errorf("%w: the node's certificate was not made for the host of --addr; use a name or address it names (raftcat tls cert create --host)", err)
 	case errors.As(err, &remote) && remote.Op == "remote error" && strings.Contains(remote.Err.Error(), "certificate"):
-		return fmt.Errorf("%w: the node requires a client certificate signed by its --tls-client-ca-file; pass it with --cert-file and --key-file", err)
+		return fmt.Errorf("%w: %s", err, needClientCert)
 	}
 	return err
 }
