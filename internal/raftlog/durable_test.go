@@ -174,3 +174,23 @@ func TestANewSegmentStartsAfterTheLastOneIsOnDisk(t *testing.T) {
 		t.Fatalf("a new segment was started with the one before durable to %d only, not %d", d, want)
 	}
 }
+
+// TestANewSegmentWaitsForTheSyncInFlight: with the flusher syncing
+// deferred writes while segments fill and roll over, every roll waits for
+// the sync of the segment before it, even one the flusher has already
+// taken off the dirty list and is still syncing (under -race, a roll that
+// read the segment's dirty mark without the lock is reported), so a new
+// segment never starts ahead of a hole.
+func TestANewSegmentWaitsForTheSyncInFlight(t *testing.T) {
+	s, _ := openDeferring(t, true)
+	segs := 0
+	for last := uint64(0); segs < 20; last += 5 {
+		store(t, s, last+1, last+5)
+		if n := len(s.segs); n > segs {
+			segs = n
+			if d := s.durableIndex(); n > 1 && d < s.segs[n-2].lastIndex() {
+				t.Fatalf("segment %d started with the one before durable to %d only, not %d", n, d, s.segs[n-2].lastIndex())
+			}
+		}
+	}
+}

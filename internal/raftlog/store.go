@@ -324,8 +324,11 @@ func (s *Store) segmentFor(logs []*raft.Log) (*segment, error) {
 // replaced.
 func (s *Store) roll(base uint64, need int64) (*segment, error) {
 	// A deferred write still in the newest segment goes to disk first:
-	// after a crash, a later segment must never follow a hole.
-	if n := len(s.segs); n > 0 && s.segs[n-1].dirty {
+	// after a crash, a later segment must never follow a hole. flush also
+	// waits for a sync the flusher has in flight (it may have taken the
+	// segment off the dirty list already), so it is not skipped on the
+	// segment's dirty mark.
+	if len(s.segs) > 0 {
 		if err := s.flush(); err != nil {
 			return nil, err
 		}
