@@ -208,10 +208,15 @@ func (n *Node) openRaft() error {
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = n.cfg.MaxAppendEntries
 	// Replication reads recent entries from memory, not from bbolt.
-	logs, err := raft.NewLogCache(4096, n.logs)
+	cache, err := raft.NewLogCache(4096, n.logs)
 	if err != nil {
 		return err
 	}
+	var inner raft.LogStore = cache
+	if wrapLogStore != nil {
+		inner = wrapLogStore(cache)
+	}
+	logs := logWrites{inner}
 	if n.lease.duration > 0 {
 		// Before a restart this node may have promised a leader not to
 		// vote for anyone else for a while (the leader's read lease);

@@ -60,6 +60,8 @@ func mapRaftError(err error) error {
 		return fmt.Errorf("%w: %v", ErrBusy, err)
 	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrAbortedByRestore):
 		return ErrUnknownOutcome
+	case errors.Is(err, errLogWrite):
+		return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrShutdown
 	}
