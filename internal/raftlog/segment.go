@@ -142,8 +142,10 @@ func (g *segment) read(i uint64) ([]byte, error) {
 // zeroFrom zeroes the records from index i on, so they stay dropped after
 // a restart whatever is written over them. The caller then cuts them
 // (cut), once no reader can want them.
-func (g *segment) zeroFrom(i uint64) error {
-	from, to := g.offs[i-g.base], g.end()
+func (g *segment) zeroFrom(i uint64) error { return g.zero(g.offs[i-g.base], g.end()) }
+
+// zero writes zeros over the bytes from..to.
+func (g *segment) zero(from, to int64) error {
 	zeros := make([]byte, min(to-from, 1<<20))
 	for off := from; off < to; off += int64(len(zeros)) {
 		if _, err := g.f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
@@ -151,6 +153,41 @@ func (g *segment) zeroFrom(i uint64) error {
 		}
 	}
 	return nil
+}
+
+// clearPastEnd zeroes what lies past the last valid record, and syncs:
+// the rest of a torn write, records of a chain cut there. Nothing written
+// at the end later can then make them valid again. A segment with only
+// zeros past its end is left as it is.
+func (g *segment) clearPastEnd() error {
+	last, err := g.lastNonZero(g.end())
+	if err != nil || last < 0 {
+		return err
+	}
+	if err := g.zero(g.end(), last+1); err != nil {
+		return err
+	}
+	return datasync(g.f)
+}
+
+// lastNonZero is the offset of the segment's last non-zero byte from
+// 'from' on (-1: none).
+func (g *segment) lastNonZero(from int64) (int64, error) {
+	last := int64(-1)
+	buf := make([]byte, 1<<20)
+	for off := from; off < g.size; off += int64(len(buf)) {
+		n, err := g.f.ReadAt(buf[:min(int64(len(buf)), g.size-off)], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				last = off + int64(i)
+				break
+			}
+		}
+	}
+	return last, nil
 }
 
 // cut forgets the records from index i on.

@@ -148,6 +148,11 @@ func (s *Store) openSegments() error {
 		}
 		s.segs = append(s.segs, g)
 	}
+	if n := len(s.segs); n > 0 && !s.opts.ReadOnly {
+		if err := s.segs[n-1].clearPastEnd(); err != nil {
+			return fmt.Errorf("raftlog: clear past the end of %s: %w", s.segs[n-1].path, err)
+		}
+	}
 	return s.index()
 }
 

@@ -208,6 +208,24 @@ func TestACutWriteIsDroppedOnReopen(t *testing.T) {
 	expect(t, reopen(t, s, 1<<20), 1, 30, nil)
 }
 
+// TestRecordsPastTheEndStayDropped: a log whose newest segment stops at
+// a torn record (records after it on disk, as pages of one write may
+// persist out of order) ends there after a restart, and what lies past
+// that end is zeroed then: writing the torn entry again must not make the
+// old records after it valid again.
+func TestRecordsPastTheEndStayDropped(t *testing.T) {
+	s := open(t, t.TempDir(), 1<<20)
+	store(t, s, 1, 10)
+	g := s.segs[0]
+	if _, err := g.f.WriteAt([]byte{0, 0, 0, 0}, g.offs[5]+4); err != nil { // index 6's size: torn
+		t.Fatal(err)
+	}
+	s = reopen(t, s, 1<<20)
+	expect(t, s, 1, 5, nil)
+	store(t, s, 6, 6) // the same entry again
+	expect(t, reopen(t, s, 1<<20), 1, 6, nil)
+}
+
 func TestADamagedRecordIsAnErrorWhenRead(t *testing.T) {
 	s := open(t, t.TempDir(), 1<<20)
 	store(t, s, 1, 20)
