@@ -9,9 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/raftcat/raftcat/internal/logging"
 )
 
 // These tests need PostgreSQL's server binaries (Debian's postgresql
@@ -73,22 +74,7 @@ func errString(err error) string {
 }
 
 // syncBuffer is a log several goroutines may write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type syncBuffer = logging.Capture
 
 // startTestPostgres starts PostgreSQL as cfg says, with its log.
 func startTestPostgres(t *testing.T, cfg Config) (*postgresSystem, *syncBuffer) {

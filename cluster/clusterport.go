@@ -41,16 +41,7 @@ func (s *streamLayer) serve() {
 }
 
 // pause waits d or until the port closes; it returns false on close.
-func (s *streamLayer) pause(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.closed:
-		return false
-	}
-}
+func (s *streamLayer) pause(d time.Duration) bool { return waitOrStop(d, s.closed) }
 
 // handle secures a connection (the TLS handshake within the deadline),
 // reads its first byte and hands it to peer HTTP or to raft. The wait

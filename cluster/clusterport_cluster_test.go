@@ -117,7 +117,7 @@ func TestMutualTLSCluster(t *testing.T) {
 	waitAllApplied(t, nodes, createCatalogs(t, leader, "first", 3), "first2")
 	follower := otherThan(nodes, leader)[0]
 	waitUntil(t, 10*time.Second, follower.ID()+" to log the leader's raft connection with its certificate's name", func() bool {
-		return len(follower.logged.lines("accepted a raft connection", "peer="+leader.ID())) > 0
+		return len(follower.logged.Lines("accepted a raft connection", "peer="+leader.ID())) > 0
 	})
 
 	t.Run("plaintext raft refused", func(t *testing.T) { plaintextRefused(t, nodes, follower) })
@@ -151,7 +151,7 @@ func plaintextRefused(t *testing.T, nodes []*tlsNode, target *tlsNode) {
 	}
 	waitUntil(t, 10*time.Second, "the refusal counted and logged", func() bool {
 		return counted(t, target.metrics.connRefused, refusedPlaintext.label) == 1 &&
-			len(target.logged.lines("level=WARN", "refused a cluster connection", "remote=127.0.0.1:", refusedPlaintext.words)) == 1
+			len(target.logged.Lines("level=WARN", "refused a cluster connection", "remote=127.0.0.1:", refusedPlaintext.words)) == 1
 	})
 	waitAllApplied(t, nodes, createCatalogs(t, leaderOf(t, nodes), "plain", 2), "plain1")
 }
@@ -258,14 +258,14 @@ func TestNodeOfAnotherCANeverGetsEntries(t *testing.T) {
 	// Gossip let it in; the leader checks its cluster port before making
 	// it a voter, and does not.
 	waitUntil(t, 30*time.Second, "the leader to refuse to add the intruder", func() bool {
-		return len(leader.logged.lines("not adding a voter", intruder.RaftAddr(), "certificate signed by unknown authority")) > 0
+		return len(leader.logged.Lines("not adding a voter", intruder.RaftAddr(), "certificate signed by unknown authority")) > 0
 	})
 	for _, n := range nodes {
 		if _, err := requestVote(intruder.trans, n.RaftAddr()); err == nil {
 			t.Fatalf("%s answered the intruder's vote request", n.ID())
 		}
 		waitUntil(t, 10*time.Second, n.ID()+" to refuse the intruder", func() bool {
-			return len(n.logged.lines("refused a cluster connection", refusedUnknownCA.words, "peer=intruder")) == 1
+			return len(n.logged.Lines("refused a cluster connection", refusedUnknownCA.words, "peer=intruder")) == 1
 		})
 	}
 	waitAllApplied(t, nodes, createCatalogs(t, leader, "without", 5), "without4")

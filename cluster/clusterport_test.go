@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,8 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,37 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/tlsutil"
 )
 
-// logBuffer collects log lines from concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the lines that contain every one of want.
-func (b *logBuffer) lines(want ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		all := l != ""
-		for _, w := range want {
-			all = all && strings.Contains(l, w)
-		}
-		if all {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+// logBuffer collects log output from concurrent writers.
+type logBuffer = logging.Capture
 
 // logger logs everything, debug included, to a new buffer.
 func logger() (*slog.Logger, *logBuffer) {
@@ -286,7 +258,7 @@ func TestMutualTLSClusterPortCarriesRaftAndPeerHTTP(t *testing.T) {
 		t.Fatalf("vote request over mutual TLS: %+v %v", resp, err)
 	}
 	waitUntil(t, 5*time.Second, "the raft connection logged with its peer's name", func() bool {
-		return len(logs.lines("accepted a raft connection", "peer=node-a")) > 0
+		return len(logs.Lines("accepted a raft connection", "peer=node-a")) > 0
 	})
 
 	c, err := a.dialPeer(context.Background(), b.Addr().String())
@@ -332,7 +304,7 @@ func TestClusterPortRefusesBadConnections(t *testing.T) {
 			}
 			waitUntil(t, 10*time.Second, "the refusal counted and logged with its reason and peer", func() bool {
 				return counted(t, s.cfg.refused, tc.want.label) == 1 &&
-					len(logs.lines("level=WARN", "refused a cluster connection", tc.want.words, "peer="+tc.peer)) == 1
+					len(logs.Lines("level=WARN", "refused a cluster connection", tc.want.words, "peer="+tc.peer)) == 1
 			})
 		})
 	}
@@ -389,7 +361,7 @@ func TestClusterPortTimesOutSilentConnections(t *testing.T) {
 		t.Fatalf("silent connection read %v, want it closed", err)
 	}
 	waitUntil(t, 5*time.Second, "the timeout counted and logged", func() bool {
-		return counted(t, s.cfg.refused, refusedTimeout.label) == 1 && len(logs.lines("refused a cluster connection", refusedTimeout.words)) == 1
+		return counted(t, s.cfg.refused, refusedTimeout.label) == 1 && len(logs.Lines("refused a cluster connection", refusedTimeout.words)) == 1
 	})
 	for _, r := range refusals {
 		if r != refusedTimeout && counted(t, s.cfg.refused, r.label) != 0 {

@@ -362,13 +362,16 @@ func (n *Node) stopped() bool {
 }
 
 // sleep waits d or until shutdown; it returns false on shutdown.
-func (n *Node) sleep(d time.Duration) bool {
+func (n *Node) sleep(d time.Duration) bool { return waitOrStop(d, n.stop) }
+
+// waitOrStop waits d or until stop closes; it returns false if stop did.
+func waitOrStop(d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-n.stop:
+	case <-stop:
 		return false
 	}
 }

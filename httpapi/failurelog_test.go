@@ -1,47 +1,20 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/httpapi/deltaapi"
 	"github.com/raftcat/raftcat/httpapi/ucrest"
 	"github.com/raftcat/raftcat/internal/fakecluster"
+	"github.com/raftcat/raftcat/internal/logging"
 )
 
-// logBuffer collects log lines from concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the lines that contain every one of want.
-func (b *logBuffer) lines(want ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		all := l != ""
-		for _, w := range want {
-			all = all && strings.Contains(l, w)
-		}
-		if all {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+// logBuffer collects log output from concurrent writers.
+type logBuffer = logging.Capture
 
 // startLoggedAPI serves the protocols with every log line, debug
 // included, going to the returned buffer.
@@ -82,23 +55,16 @@ func TestFastUnknownCommitStateIsLoggedOncePerTable(t *testing.T) {
 	deltaErr(t, second.update("", commit(2)), 500, "CommitStateUnknownException", "retry")
 
 	for _, m := range []*managedTable{first, second} {
-		failed := logs.lines("level=ERROR", "request failed", "path="+m.path())
+		failed := logs.Lines("level=ERROR", "request failed", "path="+m.path())
 		if len(failed) != 1 || !strings.Contains(failed[0], "code=commit-state-unknown") {
 			t.Errorf("%s: %d ERROR lines, want 1 naming the code: %q", m.tbl, len(failed), failed)
 		}
 		full := m.cat + "." + m.sch + "." + m.tbl
-		if cause := logs.lines("level=WARN", "table="+full); len(cause) != 1 {
+		if cause := logs.Lines("level=WARN", "table="+full); len(cause) != 1 {
 			t.Errorf("%s: %d WARN lines about it, want 1: %q", m.tbl, len(cause), cause)
 		}
 	}
-	if n := len(logs.lines("level=ERROR")); n != 2 {
-		t.Errorf("%d ERROR lines in all, want 2:\n%s", n, strings.Join(logs.lines("level=ERROR"), "\n"))
+	if n := len(logs.Lines("level=ERROR")); n != 2 {
+		t.Errorf("%d ERROR lines in all, want 2:\n%s", n, strings.Join(logs.Lines("level=ERROR"), "\n"))
 	}
-}
-
-// String is everything written so far.
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -190,12 +190,12 @@ func TestRequestIDCrossesTheRelay(t *testing.T) {
 	leaderLog, followerLog := logs[leader.ID()], logs[follower.ID()]
 	mu.Unlock()
 	for who, l := range map[string]*logBuffer{"leader": leaderLog, "follower": followerLog} {
-		line := firstLine(l.lines(`"request_id":"` + id + `"`))
+		line := firstLine(l.Lines(`"request_id":"` + id + `"`))
 		if line == "" || !strings.Contains(line, `"msg":"request"`) {
-			t.Errorf("the %s logged no request line with the request's id:\n%s", who, strings.Join(l.lines(), "\n"))
+			t.Errorf("the %s logged no request line with the request's id:\n%s", who, strings.Join(l.Lines(), "\n"))
 		}
 	}
-	if !strings.Contains(firstLine(leaderLog.lines(`"request_id":"`+id+`"`)), `"forwarded":true`) {
+	if !strings.Contains(firstLine(leaderLog.Lines(`"request_id":"`+id+`"`)), `"forwarded":true`) {
 		t.Errorf("the leader's line for the request does not say it was forwarded")
 	}
 

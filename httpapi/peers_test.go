@@ -319,7 +319,7 @@ func clientPortRefusals(t *testing.T, ac *authCluster, leader *testcluster.Node)
 	if status := rawExchangeStatus(t, leader.URL, raw); status != http.StatusForbidden {
 		t.Fatalf("a signed relay upgrade on the client port: status %d, want 403", status)
 	}
-	if len(ac.log[leader.ID()].lines("level=WARN", "relay connections come over the cluster port", "remote=127.0.0.1:", "claimed_node=node2")) != 1 {
+	if len(ac.log[leader.ID()].Lines("level=WARN", "relay connections come over the cluster port", "remote=127.0.0.1:", "claimed_node=node2")) != 1 {
 		t.Fatal("the refused relay connection was not logged")
 	}
 	get := auth.Signed{Node: "node2", Method: http.MethodGet, URI: apiPrefix + "/catalogs", Identity: peer}
@@ -329,7 +329,7 @@ func clientPortRefusals(t *testing.T, ac *authCluster, leader *testcluster.Node)
 	if n := refused() - before; n != 2 {
 		t.Fatalf("%v peer refusals counted, want 2", n)
 	}
-	if len(ac.audit[leader.ID()].lines(`"action":"GET /api/2.1/unity-catalog/catalogs"`, `"status":403`)) != 1 {
+	if len(ac.audit[leader.ID()].Lines(`"action":"GET /api/2.1/unity-catalog/catalogs"`, `"status":403`)) != 1 {
 		t.Fatal("the refused request is not in the audit log")
 	}
 }

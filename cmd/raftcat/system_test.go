@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/raftcat/raftcat/internal/localcluster"
+	"github.com/raftcat/raftcat/internal/logging"
 	"github.com/raftcat/raftcat/internal/testcluster"
 )
 
@@ -40,24 +39,8 @@ type proc struct {
 	client *http.Client // what ready asks with (nil: http.DefaultClient)
 }
 
-// logBuffer collects a process's output; tests may read it while the
-// process runs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// logBuffer collects log output from concurrent writers.
+type logBuffer = logging.Capture
 
 func (p *proc) start(t *testing.T, bin string) {
 	t.Helper()

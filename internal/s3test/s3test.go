@@ -4,7 +4,6 @@
 package s3test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -23,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/raftcat/raftcat/internal/logging"
 )
 
 // Version is the versitygw release the tests run.
@@ -157,22 +158,7 @@ func freePort() (int, error) {
 }
 
 // lockedBuffer collects the server's output from its copying goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = logging.Capture
 
 var (
 	binOnce sync.Once
