@@ -37,15 +37,17 @@ func (r *recorder) snapshot() []Op {
 var httpc = &http.Client{Timeout: 5 * time.Second, Transport: drillTransport}
 
 // call sends a JSON request and decodes a JSON answer. err is set for
-// transport failures (the outcome is then unknown).
+// transport failures, for an answer cut short and for a 200 that is not a
+// JSON object (the outcome is then unknown: a node may have died mid-answer).
 func call(method, url string, body any) (int, map[string]any, error) {
 	status, raw, err := send(method, url, body)
-	if status == 0 {
-		return 0, nil, err
+	if err != nil {
+		return status, nil, err
 	}
-	var out map[string]any // nil when the body is cut short
-
-	_ = json.Unmarshal(raw, &out)
+	var out map[string]any // nil when an error answer is not JSON
+	if err := json.Unmarshal(raw, &out); err != nil && status == http.StatusOK {
+		return status, nil, fmt.Errorf("a 200 answer that is not JSON: %w", err)
+	}
 	return status, out, nil
 }
 
