@@ -78,6 +78,12 @@ type Config struct {
 	// MinQuorum is the fewest voters autopilot leaves (0: BootstrapExpect).
 	MinQuorum int
 
+	// MinFreeDisk is the free space in DataDir below which the node, as
+	// leader, refuses writes (0: DefaultMinFreeDisk; negative: never).
+	// DiskCheckInterval is how often it is read (0: 1s).
+	MinFreeDisk       int64
+	DiskCheckInterval time.Duration
+
 	Logger *slog.Logger
 	// Metrics is where the node registers its metrics (nil: nowhere); one
 	// registry per node opened, as nothing is unregistered on Shutdown.
@@ -115,6 +121,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second
+	}
+	if c.MinFreeDisk == 0 {
+		c.MinFreeDisk = DefaultMinFreeDisk
+	}
+	if c.DiskCheckInterval <= 0 {
+		c.DiskCheckInterval = time.Second
 	}
 	if c.MinQuorum == 0 {
 		c.MinQuorum = c.BootstrapExpect

@@ -11,4 +11,6 @@ var (
 	ErrShutdown       = clusterapi.ErrShutdown
 	ErrBusy           = clusterapi.ErrBusy
 	ErrUpgradePending = clusterapi.ErrUpgradePending
+
+	ErrInsufficientStorage = clusterapi.ErrInsufficientStorage
 )

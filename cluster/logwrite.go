@@ -16,16 +16,43 @@ var errLogWrite = errors.New("writing the raft log failed")
 // logWrites is the log store raft writes through: it marks a failed
 // StoreLogs with errLogWrite, which mapRaftError turns into
 // ErrUnknownOutcome (raft's log cache wraps errors as text, so the mark is
-// put on outside it).
-type logWrites struct{ raft.LogStore }
+// put on outside it), and tells failed of it (a full disk, or a failed
+// one: see disk.go).
+type logWrites struct {
+	raft.LogStore
+	failed func(what string, err error)
+}
 
 func (s logWrites) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
 func (s logWrites) StoreLogs(logs []*raft.Log) error {
 	if err := s.LogStore.StoreLogs(logs); err != nil {
+		s.failed("raft log", err)
 		return fmt.Errorf("%w: %w", errLogWrite, err)
 	}
 	return nil
+}
+
+// stableWrites is the stable store (term, vote) raft writes through: a
+// failed write is told to failed before raft sees it (raft panics on it).
+type stableWrites struct {
+	raft.StableStore
+	failed func(what string, err error)
+}
+
+func (s stableWrites) Set(key, val []byte) error {
+	return s.checked(s.StableStore.Set(key, val))
+}
+
+func (s stableWrites) SetUint64(key []byte, val uint64) error {
+	return s.checked(s.StableStore.SetUint64(key, val))
+}
+
+func (s stableWrites) checked(err error) error {
+	if err != nil {
+		s.failed("stable store", err)
+	}
+	return err
 }
 
 // IsMonotonic is the store's (raft.MonotonicLogStore).

@@ -120,6 +120,9 @@ var (
 	descRestores     = desc("raftcat_snapshot_restores_total", "Snapshots this node restored (installed from the leader, or a backup).")
 	descDeferred     = desc("raftcat_raft_log_deferred_writes_total", "Writes of this node's raft log that returned before their sync: the leader's, whose sync runs while its AppendEntries are out (--raft-log-store segments).")
 	descHalted       = desc("raftcat_fsm_halted", "1 if this node halted on a log entry it cannot apply.")
+	descDiskFailed   = desc("raftcat_disk_failed", "1 if this node halted because its disk failed a write or a sync of the raft log or stable store (the process then exits).")
+	descDiskFull     = desc("raftcat_disk_full", "1 while this node refuses writes because its data directory's disk is (nearly) full.")
+	descDiskFree     = desc("raftcat_disk_free_bytes", "Free space of the data directory's filesystem at the last check (every second).")
 	descObjects      = desc("raftcat_fsm_objects", "Objects in the catalog's state, by kind.", "kind")
 	descTables       = desc("raftcat_fsm_tables", "Tables in the catalog's state, by format.", "format")
 )
@@ -149,6 +152,11 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	_, halted := c.n.fsm.Halted()
 	m.gauge(descHalted, boolValue(halted))
+	m.gauge(descDiskFailed, boolValue(c.n.disk.failed() != nil))
+	m.gauge(descDiskFull, boolValue(c.n.disk.full.Load()))
+	if free := c.n.disk.free.Load(); free >= 0 {
+		m.gauge(descDiskFree, float64(free))
+	}
 	c.collectCounts(m)
 }
 

@@ -44,6 +44,7 @@ type Node struct {
 	store     *raftboltdb.BoltStore // the stable store, and the log store with LogStoreBoltDB
 	wal       *walStore             // the log store with LogStoreWAL
 	segments  *raftlog.Store        // the log store with LogStoreSegments
+	disk      *disk                 // the data directory's free space and failures
 	logs      raft.LogStore         // the log store in use
 	snaps     raft.SnapshotStore
 	trans     *raft.NetworkTransport
@@ -100,6 +101,10 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.loadSkips(); err != nil {
 		return nil, err
 	}
+	n.disk = newDisk(cfg.DataDir, cfg.MinFreeDisk)
+	if _, _, err := n.disk.check(); err != nil {
+		return nil, fmt.Errorf("read the free space of %s: %w", cfg.DataDir, err)
+	}
 	if err := n.openRaft(); err != nil {
 		n.closeStores()
 		return nil, err
@@ -116,6 +121,7 @@ func Open(cfg Config) (*Node, error) {
 	n.start(n.leaderLoop)
 	n.start(n.removalWatch)
 	n.start(n.recordLeaders)
+	n.start(n.diskLoop)
 	if cfg.LeaderFollowsClients {
 		n.start(n.placementLoop)
 	}
@@ -216,7 +222,7 @@ func (n *Node) openRaft() error {
 	if wrapLogStore != nil {
 		inner = wrapLogStore(cache)
 	}
-	logs := logWrites{inner}
+	logs := logWrites{LogStore: inner, failed: n.diskWriteFailed}
 	if n.lease.duration > 0 {
 		// Before a restart this node may have promised a leader not to
 		// vote for anyone else for a while (the leader's read lease);
@@ -226,7 +232,7 @@ func (n *Node) openRaft() error {
 		n.log.Info("waiting out read leases this node may have granted before it started", "wait", n.lease.duration)
 		time.Sleep(n.lease.duration)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.transport())
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stableWrites{StableStore: n.store, failed: n.diskWriteFailed}, snaps, n.transport())
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

@@ -32,6 +32,10 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 		// Nothing proposed now would be applied here.
 		return fsm.Result{}, 0, fmt.Errorf("%w: this node halted on log entry %d, which it cannot apply", ErrShutdown, h.Index)
 	}
+	_, isInit := cmd.(*fsm.Init)
+	if err := n.disk.refuseWrite(); err != nil && !isInit {
+		return fsm.Result{}, 0, err
+	}
 	n.stampRules(cmd)
 	if need, have := fsm.RulesNeeded(cmd.Type()), n.Rules(); need > have {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %v needs every node to run a release with validation rules level %d; the lowest in the cluster is %d",
@@ -43,7 +47,6 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 	}
 	// A term's first entry must reach the log even though it changes
 	// nothing: it is how a leader learns it has applied everything.
-	_, isInit := cmd.(*fsm.Init)
 	res, index, err := n.group.apply(cmd, data, !isInit)
 	if errors.Is(err, ErrBusy) && !n.IsLeader() { // a follower's raft loop was busy: it would have refused
 		err = fmt.Errorf("%w: %v", ErrNotLeader, err)

@@ -27,6 +27,9 @@ var (
 	// ErrUpgradePending means the command needs every node to run a
 	// newer release than some still do; nothing was proposed.
 	ErrUpgradePending = errors.New("not every node runs a release that knows this command yet")
+	// ErrInsufficientStorage means the leader's disk is (nearly) full:
+	// the command was not proposed. Writes resume once space is freed.
+	ErrInsufficientStorage = errors.New("the leader's disk is full")
 )
 
 // Errors of cluster operations (backup restore, membership).

@@ -65,6 +65,7 @@ var sentinels = []sentinel{
 	{errs: []error{clusterapi.ErrNotLeader, clusterapi.ErrNoLeader, clusterapi.ErrShutdown, errLeaderUnreachable},
 		status: http.StatusServiceUnavailable, message: func(err error) string { return unreachableText + err.Error() + ")" }},
 	{errs: []error{clusterapi.ErrUpgradePending}, status: http.StatusServiceUnavailable},
+	{errs: []error{clusterapi.ErrInsufficientStorage}, status: http.StatusInsufficientStorage},
 	{errs: []error{clusterapi.ErrBusy}, status: http.StatusServiceUnavailable, message: func(error) string {
 		return "The leader could not take the request in time (it is overloaded); nothing was changed. Retry the request."
 	}},
@@ -110,7 +111,8 @@ func classify(err error) Problem {
 }
 
 func (sn sentinel) problem(err error) Problem {
-	p := Problem{Status: sn.status, Message: err.Error(), RetryAfter: sn.status == http.StatusServiceUnavailable}
+	p := Problem{Status: sn.status, Message: err.Error(),
+		RetryAfter: sn.status == http.StatusServiceUnavailable || sn.status == http.StatusInsufficientStorage}
 	if sn.message != nil {
 		p.Message = sn.message(err)
 	}

@@ -38,7 +38,10 @@ The alternative to skipping is restoring a backup on a new cluster
 (raftcat snapshot restore). See docs/operations.md.
 `
 
-const exitHalted = 3 // a node halted on a log entry it cannot apply
+const (
+	exitHalted     = 3 // a node halted on a log entry it cannot apply
+	exitDiskFailed = 4 // a node halted because its disk failed a write or a sync
+)
 
 func logCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "show" && args[0] != "skip") {

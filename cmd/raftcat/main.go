@@ -168,6 +168,9 @@ func serve(args []string, stderr io.Writer) int {
 		if errors.Is(err, errHaltedLogged) {
 			return exitHalted
 		}
+		if errors.Is(err, errDiskFailedLogged) {
+			return exitDiskFailed
+		}
 		if errors.Is(err, cluster.ErrHalted) {
 			log.Error("raftcat will not start", "err", err)
 			return exitHalted
@@ -268,6 +271,14 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 		cancel()
 		time.Sleep(2 * max(cfg.HeartbeatTimeout, cfg.ElectionTimeout))
 		return errHaltedLogged
+	case <-node.DiskFailed():
+		// The node left raft when the write failed (logged there); stop
+		// serving and exit, leaving the disk as it is.
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = api.Shutdown(closeCtx, srv)
+		cancel()
+		_ = node.Shutdown()
+		return errDiskFailedLogged
 	case err = <-serveErr:
 		log.Error("HTTP server failed", "err", err)
 	}
@@ -304,6 +315,10 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 // errHaltedLogged ends a node that halted while running; the halt was
 // logged where it happened.
 var errHaltedLogged = errors.New("halted")
+
+// errDiskFailedLogged ends a node whose disk failed a write or a sync; the
+// failure was logged where it happened.
+var errDiskFailedLogged = errors.New("disk failed")
 
 func healthcheck(args []string, stdout, stderr io.Writer) int {
 	leader := false
