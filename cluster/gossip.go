@@ -327,14 +327,10 @@ func loadPeers(dataDir string) []string {
 	return peers
 }
 
-// savePeers records the known peers atomically.
+// savePeers records the known peers atomically and durably: a node
+// restarted after a power cut without --join finds its cluster again.
 func savePeers(dataDir string, peers []string) error {
-	b, _ := json.Marshal(peers)
-	tmp := filepath.Join(dataDir, peersFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o640); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dataDir, peersFile))
+	return writeJSONFile(filepath.Join(dataDir, peersFile), peers, 0o640)
 }
 
 // mergePeers joins address lists without duplicates, in order.

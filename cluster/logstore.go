@@ -13,6 +13,7 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 
+	"github.com/raftcat/raftcat/internal/dirsync"
 	"github.com/raftcat/raftcat/internal/raftlog"
 )
 
@@ -129,7 +130,7 @@ func logStorePath(raftDir, store string) string {
 // not close a meta store it opened itself: it is given one, which the
 // returned store's Close closes.
 func openWAL(raftDir string, log hclog.Logger) (*walStore, error) {
-	if err := os.MkdirAll(walDir(raftDir), 0o750); err != nil {
+	if err := dirsync.MkdirAll(walDir(raftDir), 0o750); err != nil {
 		return nil, err
 	}
 	if log == nil {

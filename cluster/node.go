@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/raftcat/raftcat/fsm"
+	"github.com/raftcat/raftcat/internal/dirsync"
 	"github.com/raftcat/raftcat/internal/raftlog"
 	"github.com/raftcat/raftcat/internal/statecount"
 )
@@ -156,6 +156,9 @@ func (n *Node) openLogs(dir string) error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
+	if err := dirsync.Sync(dir); err != nil { // raft.db's name, if bbolt just made it
+		return err
+	}
 	if n.logs, err = n.openLogStore(dir, logStore, existing); err != nil {
 		return err
 	}
@@ -164,7 +167,9 @@ func (n *Node) openLogs(dir string) error {
 
 func (n *Node) openRaft() error {
 	dir := filepath.Join(n.cfg.DataDir, "raft")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	// The directories are made durably: a power cut must not take the
+	// raft directory, the snapshots or raft.db away with its name.
+	if err := dirsync.MkdirAll(filepath.Join(dir, "snapshots"), 0o750); err != nil {
 		return fmt.Errorf("create raft dir: %w", err)
 	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, DisableTime: true,

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/raftcat/raftcat/internal/dirsync"
 )
 
 // writeLocalExclusive creates a local file holding data, or fails with
@@ -21,7 +23,7 @@ import (
 // that then removes "its" file would remove the other's.
 func writeLocalExclusive(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := dirsync.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, ".raftcat-tmp-*")
