@@ -55,6 +55,17 @@ func (s stableWrites) checked(err error) error {
 	return err
 }
 
+// GetLog reads an entry; a read that fails with anything but "not found"
+// (EIO, a damaged record) is told to failed: the node must not go on
+// from a log it cannot read back (raft would panic on it in apply).
+func (s logWrites) GetLog(index uint64, l *raft.Log) error {
+	err := s.LogStore.GetLog(index, l)
+	if err != nil && !errors.Is(err, raft.ErrLogNotFound) {
+		s.failed("raft log read", err)
+	}
+	return err
+}
+
 // IsMonotonic is the store's (raft.MonotonicLogStore).
 func (s logWrites) IsMonotonic() bool {
 	m, ok := s.LogStore.(raft.MonotonicLogStore)

@@ -113,3 +113,28 @@ func TestAFullDiskRefusesWritesUntilSpaceIsFreed(t *testing.T) {
 	default:
 	}
 }
+
+// unreadableLog fails every read with err.
+type unreadableLog struct {
+	raft.LogStore
+	err error
+}
+
+func (l unreadableLog) GetLog(uint64, *raft.Log) error { return l.err }
+
+// A log read that fails (EIO, a damaged record) fails the disk; one that
+// finds no such entry (compacted away) is an answer, not a failure.
+func TestAFailedLogReadFailsTheDisk(t *testing.T) {
+	var told []error
+	failed := func(_ string, err error) { told = append(told, err) }
+	eio := &os.PathError{Op: "read", Path: "segment", Err: syscall.EIO}
+	if err := (logWrites{LogStore: unreadableLog{err: eio}, failed: failed}).GetLog(7, new(raft.Log)); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("GetLog = %v, want the EIO", err)
+	}
+	if err := (logWrites{LogStore: unreadableLog{err: raft.ErrLogNotFound}, failed: failed}).GetLog(7, new(raft.Log)); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog = %v, want not found", err)
+	}
+	if len(told) != 1 || !errors.Is(told[0], syscall.EIO) {
+		t.Fatalf("failures told: %v, want the EIO alone", told)
+	}
+}
