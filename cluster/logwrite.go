@@ -33,28 +33,6 @@ func (s logWrites) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// stableWrites is the stable store (term, vote) raft writes through: a
-// failed write is told to failed before raft sees it (raft panics on it).
-type stableWrites struct {
-	raft.StableStore
-	failed func(what string, err error)
-}
-
-func (s stableWrites) Set(key, val []byte) error {
-	return s.checked(s.StableStore.Set(key, val))
-}
-
-func (s stableWrites) SetUint64(key []byte, val uint64) error {
-	return s.checked(s.StableStore.SetUint64(key, val))
-}
-
-func (s stableWrites) checked(err error) error {
-	if err != nil {
-		s.failed("stable store", err)
-	}
-	return err
-}
-
 // GetLog reads an entry; a read that fails with anything but "not found"
 // (EIO, a damaged record) is told to failed: the node must not go on
 // from a log it cannot read back (raft would panic on it in apply).

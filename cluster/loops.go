@@ -72,7 +72,7 @@ func (n *Node) missingFromGossip() bool {
 // the same number. Every node computes the same server set, so it does not
 // matter which of them bootstraps first.
 func (n *Node) bootstrapLoop() {
-	has, err := raft.HasExistingState(n.logs, n.store, n.snaps)
+	has, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		n.log.Error("cannot read raft state", "err", err)
 		return

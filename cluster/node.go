@@ -42,6 +42,7 @@ type Node struct {
 	digestOf  *fsm.State
 	digest    string
 	store     *raftboltdb.BoltStore // the stable store, and the log store with LogStoreBoltDB
+	stable    stableWrites          // the stable store as raft uses it: checksummed
 	wal       *walStore             // the log store with LogStoreWAL
 	segments  *raftlog.Store        // the log store with LogStoreSegments
 	disk      *disk                 // the data directory's free space and failures
@@ -156,6 +157,12 @@ func (n *Node) openLogs(dir string) error {
 		return fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	n.store = store
+	n.stable = stableWrites{StableStore: store, failed: n.diskWriteFailed}
+	if err := checkStable(n.stable); err != nil {
+		return fmt.Errorf("%w. This node cannot know its term or vote: remove it from the cluster "+
+			"(raftcat remove-node on a healthy node), clear its data directory and start it again to rejoin "+
+			"(docs/operations.md#damaged-data)", err)
+	}
 	if err := dirsync.Sync(dir); err != nil { // raft.db's name, if bbolt just made it
 		return err
 	}
@@ -237,7 +244,7 @@ func (n *Node) openRaft() error {
 		n.log.Info("waiting out read leases this node may have granted before it started", "wait", n.lease.duration)
 		time.Sleep(n.lease.duration)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stableWrites{StableStore: n.store, failed: n.diskWriteFailed}, snaps, n.transport())
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.stable, snaps, n.transport())
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

@@ -40,7 +40,7 @@ The alternative to skipping is restoring a backup on a new cluster
 
 const (
 	exitHalted     = 3 // a node halted on a log entry it cannot apply
-	exitDiskFailed = 4 // a node halted because its disk failed a write or a sync
+	exitDiskFailed = 4 // a node halted because its disk failed a write or a sync, or gave back damaged data
 )
 
 func logCmd(args []string, stdout, stderr io.Writer) int {

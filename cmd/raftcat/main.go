@@ -171,6 +171,10 @@ func serve(args []string, stderr io.Writer) int {
 		if errors.Is(err, errDiskFailedLogged) {
 			return exitDiskFailed
 		}
+		if damagedData(err) {
+			log.Error("raftcat will not start: its data directory is damaged", "err", err)
+			return exitDiskFailed
+		}
 		if errors.Is(err, cluster.ErrHalted) {
 			log.Error("raftcat will not start", "err", err)
 			return exitHalted
@@ -315,6 +319,9 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 // errHaltedLogged ends a node that halted while running; the halt was
 // logged where it happened.
 var errHaltedLogged = errors.New("halted")
+
+// damagedData tells an error about data the disk gave back changed.
+func damagedData(err error) bool { return errors.Is(err, cluster.ErrStableDamaged) }
 
 // errDiskFailedLogged ends a node whose disk failed a write or a sync; the
 // failure was logged where it happened.
