@@ -83,6 +83,11 @@ type Config struct {
 	// DiskCheckInterval is how often it is read (0: 1s).
 	MinFreeDisk       int64
 	DiskCheckInterval time.Duration
+	// SlowDiskThreshold is the median duration of the leader's log writes
+	// and syncs over SlowDiskWindow beyond which it hands leadership to
+	// another voter (0: 250ms; negative: never). SlowDiskWindow 0: 10s.
+	SlowDiskThreshold time.Duration
+	SlowDiskWindow    time.Duration
 
 	Logger *slog.Logger
 	// Metrics is where the node registers its metrics (nil: nowhere); one
@@ -127,6 +132,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DiskCheckInterval <= 0 {
 		c.DiskCheckInterval = time.Second
+	}
+	if c.SlowDiskThreshold == 0 {
+		c.SlowDiskThreshold = defaultSlowDiskThreshold
+	}
+	if c.SlowDiskWindow <= 0 {
+		c.SlowDiskWindow = defaultSlowDiskWindow
 	}
 	if c.MinQuorum == 0 {
 		c.MinQuorum = c.BootstrapExpect

@@ -107,7 +107,7 @@ func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, err
 		return w, nil
 	case LogStoreSegments:
 		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{DeferSync: n.deferLogSync,
-			ObserveSync: func(d time.Duration) { n.metrics.logSync.Observe(d.Seconds()) }})
+			ObserveSync: func(d time.Duration) { n.metrics.logSync.Observe(d.Seconds()); n.latency.observe(d) }})
 		if err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w", segmentsDir(raftDir), err)
 		}

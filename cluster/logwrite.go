@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -20,13 +21,19 @@ var errLogWrite = errors.New("writing the raft log failed")
 // one: see disk.go).
 type logWrites struct {
 	raft.LogStore
-	failed func(what string, err error)
+	failed  func(what string, err error)
+	latency *diskLatency // told how long each write took
 }
 
 func (s logWrites) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
 func (s logWrites) StoreLogs(logs []*raft.Log) error {
-	if err := s.LogStore.StoreLogs(logs); err != nil {
+	start := time.Now()
+	err := s.LogStore.StoreLogs(logs)
+	if s.latency != nil {
+		s.latency.observe(time.Since(start))
+	}
+	if err != nil {
 		s.failed("raft log", err)
 		return fmt.Errorf("%w: %w", errLogWrite, err)
 	}

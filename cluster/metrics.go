@@ -22,6 +22,7 @@ type nodeMetrics struct {
 	batchWait      prometheus.Observer      // a proposal's wait for its batch to leave
 	placementMoves prometheus.Counter
 	placementHeld  prometheus.Counter
+	slowDiskMoves  prometheus.Counter
 	logSync        prometheus.Observer // a sync of the segment log files
 	durableWait    prometheus.Observer // a follower's acceptance held for the leader's sync
 	// connRefused counts the cluster port's refused connections by reason.
@@ -51,6 +52,8 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
 	m.batchWait = wait
 	m.placementMoves, m.placementHeld = newPlacementMetrics()
+	m.slowDiskMoves = prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_slow_disk_moves_total",
+		Help: "Leadership transfers this node made, as the leader, because its own log writes and syncs were slow (median over a window above the threshold)."})
 	logSync := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "raftcat_raft_log_sync_seconds",
 		Help:    "Time of one sync of the raft log's segment files (--raft-log-store segments). A leader's sync runs while its AppendEntries are out; a follower's is part of its answer.",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14)})
@@ -62,7 +65,7 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 	for _, op := range []string{snapPersist, snapRestore} {
 		m.snapFailures.WithLabelValues(op)
 	}
-	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld, logSync, durableWait, m.connRefused)
+	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld, m.slowDiskMoves, logSync, durableWait, m.connRefused)
 	return m
 }
 

@@ -46,6 +46,7 @@ type Node struct {
 	wal       *walStore             // the log store with LogStoreWAL
 	segments  *raftlog.Store        // the log store with LogStoreSegments
 	disk      *disk                 // the data directory's free space and failures
+	latency   diskLatency           // the log's writes and syncs, timed (slowdisk.go)
 	logs      raft.LogStore         // the log store in use
 	snaps     raft.SnapshotStore
 	trans     *raft.NetworkTransport
@@ -123,6 +124,9 @@ func Open(cfg Config) (*Node, error) {
 	n.start(n.removalWatch)
 	n.start(n.recordLeaders)
 	n.start(n.diskLoop)
+	if cfg.SlowDiskThreshold > 0 {
+		n.start(n.slowDiskLoop)
+	}
 	if cfg.LeaderFollowsClients {
 		n.start(n.placementLoop)
 	}
@@ -234,7 +238,7 @@ func (n *Node) openRaft() error {
 	if wrapLogStore != nil {
 		inner = wrapLogStore(cache)
 	}
-	logs := logWrites{LogStore: inner, failed: n.diskWriteFailed}
+	logs := logWrites{LogStore: inner, failed: n.diskWriteFailed, latency: &n.latency}
 	if n.lease.duration > 0 {
 		// Before a restart this node may have promised a leader not to
 		// vote for anyone else for a while (the leader's read lease);

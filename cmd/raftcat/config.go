@@ -49,6 +49,7 @@ type Config struct {
 	MaxAppendEntries  int
 	LogPreallocMiB    int64
 	MinFreeDiskMiB    int64
+	SlowDisk          time.Duration
 	RaftLogStore      string
 	ReadLease         bool
 	FollowClients     bool
@@ -106,6 +107,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RaftLogStore, "raft-log-store", cluster.LogStoreAuto, "where the raft log is kept: segments (segment files in raft/segments, one write and one data flush per batch of entries; the leader flushes while its AppendEntries are out), boltdb (in raft/raft.db with the stable store, two fsyncs per write), wal (raft-wal segment files in raft/wal; raft-wal v0.4.0 can fail to reopen a log after the process was killed, see docs/configuration.md) or auto (the store the data directory already has; segments for a new one); fixed for a data directory once it holds a log")
 	fs.Int64Var(&c.LogPreallocMiB, "raft-log-prealloc-mib", 64, "with the raft log in raft.db (--raft-log-store boltdb): size in MiB the file is given up front, as written zeros, so log writes fsync data only, not filesystem allocations (0: none)")
 	fs.Int64Var(&c.MinFreeDiskMiB, "min-free-disk-mib", cluster.DefaultMinFreeDisk>>20, "as leader, refuse writes (507 Insufficient Storage, nothing changed) while the data directory's filesystem has less than this many MiB free; writes resume by themselves once space is freed (0: refuse only after a write met a full disk)")
+	fs.DurationVar(&c.SlowDisk, "slow-disk-threshold", 250*time.Millisecond, "a leader whose raft log writes and syncs take longer than this (their median over 10 s) hands leadership to another voter, at most once per 5 minutes (0: never)")
 	fs.IntVar(&c.GroupCommit, "group-commit-batches", 1, "batches of proposals in raft at once; proposals arriving meanwhile wait and share the next batch's log write and fsync (1..64)")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so lagging followers catch up without a full snapshot")
 	fs.StringVar(&c.Credentials.S3AccessKeyID, "s3-access-key-id", "", "S3 access key vended for s3:// table locations (prefer the environment variable)")
@@ -188,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if host, _, err := net.SplitHostPort(c.HTTPAdvertise); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
 		errs = append(errs, fmt.Errorf("--http-advertise %q is not reachable by peers: set it when --http-addr binds all interfaces", c.HTTPAdvertise))
+	}
+	if c.SlowDisk < 0 {
+		errs = append(errs, fmt.Errorf("--slow-disk-threshold must not be negative, got %v", c.SlowDisk))
 	}
 	if c.MinFreeDiskMiB < 0 || c.MinFreeDiskMiB > 1<<30 {
 		errs = append(errs, fmt.Errorf("--min-free-disk-mib must be within 0..%d, got %d", 1<<30, c.MinFreeDiskMiB))
@@ -277,7 +282,16 @@ func (c *Config) clusterConfig(log *slog.Logger, reg prometheus.Registerer) clus
 		Join: c.joinAddrs(), BootstrapExpect: c.BootstrapExpect, GossipKeyFile: c.GossipKeyFile, StorageRoot: c.StorageRoot,
 		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout, SnapshotThreshold: c.SnapshotThreshold,
 		SnapshotInterval: c.SnapshotInterval, TrailingLogs: c.TrailingLogs, MaxAppendEntries: c.MaxAppendEntries, LogStore: c.RaftLogStore, LogPreallocBytes: c.LogPreallocMiB << 20, DisableReadLease: !c.ReadLease, LeaderFollowsClients: c.FollowClients, GroupCommitBatches: c.GroupCommit, DeadServerThreshold: c.DeadServerAfter,
-		MinQuorum: c.MinQuorum, MinFreeDisk: minFreeDisk(c.MinFreeDiskMiB), Logger: log, Metrics: reg}
+		MinQuorum: c.MinQuorum, MinFreeDisk: minFreeDisk(c.MinFreeDiskMiB), SlowDiskThreshold: orNever(c.SlowDisk), Logger: log, Metrics: reg}
+}
+
+// orNever is a duration flag for the cluster package, which reads 0 as
+// its default: 0 becomes -1, never.
+func orNever(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // minFreeDisk is --min-free-disk-mib in bytes; 0 becomes -1, the cluster
