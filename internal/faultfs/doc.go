@@ -54,7 +54,7 @@
 // write and sync) and BitRot (reads of [Off, Off+Len) return every byte
 // XOR 0x01; the backing file is untouched). ReadEIO and BitRot drop the
 // kernel's cached pages of the files they name when set, and Clear drops
-// them again, so the next read sees the change.
+// the pages BitRot flipped, so the next read sees the change.
 //
 // # Limits
 //

@@ -216,6 +216,9 @@ func (f *FS) unmountServer() error {
 		return nil
 	}
 	if lerr := lazyUnmount(f.mountpoint); lerr != nil {
+		f.mu.Lock()
+		f.server = srv // still mounted: a later Unmount tries again
+		f.mu.Unlock()
 		return fmt.Errorf("faultfs: unmount %s: %v; lazily: %w", f.mountpoint, err, lerr)
 	}
 	f.logf("faultfs: %s was busy (%v); detached it lazily", f.mountpoint, err)
