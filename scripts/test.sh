@@ -15,9 +15,11 @@
 # when not root): curl (the script tests drive the README's shell scripts),
 # etcd-server (the bench smoke test compares against etcd), postgresql (the
 # bench's PostgreSQL tests start servers from /usr/lib/postgresql/<version>/bin),
-# chromium (the status page is tested in a headless browser) and prometheus
-# (promtool checks the alert rules and metrics). Without apt-get, or when it
-# fails, the script names what is missing and stops.
+# chromium (the status page is tested in a headless browser), prometheus
+# (promtool checks the alert rules and metrics) and fuse3 (internal/faultfs
+# mounts its test filesystems with fusermount3; they also need /dev/fuse).
+# Without apt-get, or when it fails, the script names what is missing and
+# stops.
 #
 # Before the tests it builds and smoke-tests the S3-compatible server the
 # storage tests run (versitygw, built once from the Go module proxy into the
@@ -44,6 +46,7 @@ missing() {
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || echo "initdb:postgresql"
   command -v chromium >/dev/null 2>&1 || echo "chromium:chromium"
   command -v promtool >/dev/null 2>&1 || echo "promtool:prometheus"
+  command -v fusermount3 >/dev/null 2>&1 || echo "fusermount3:fuse3"
 }
 
 explain() {
