@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftcat/raftcat/internal/faultfs"
 )
 
 // Options says how to start a cluster.
@@ -46,6 +48,11 @@ type Options struct {
 	// its peers over mutual TLS and encrypts gossip with a key made
 	// beside the CA. Node URLs are then https:// (see ClientTLS).
 	Secure bool
+	// FaultFS puts every node's data directory on a fault filesystem
+	// (see disks.go; needs /dev/fuse and root or fusermount3); FaultSeed
+	// seeds its torn power cuts.
+	FaultFS   bool
+	FaultSeed uint64
 }
 
 // AdminTokenFile is the file in Options.Dir that holds the admin token.
@@ -68,11 +75,13 @@ type Cluster struct {
 }
 
 type node struct {
-	name string
-	url  string
-	args []string
-	env  []string
-	log  *os.File
+	name    string
+	url     string
+	args    []string
+	env     []string
+	log     *os.File
+	dataDir string
+	disk    *faultfs.FS // nil without Options.FaultFS
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -146,8 +155,8 @@ func authFlags(o Options) ([]string, error) {
 func (c *Cluster) newNode(i int, httpA, raftA, gossipA string) (*node, error) {
 	o := c.opts
 	name := fmt.Sprintf("node%d", i+1)
-	nd := &node{name: name, url: "http://" + httpA, env: o.Env}
-	nd.args = append(nd.args, o.Bin, "serve", "--node-id", name, "--data-dir", filepath.Join(o.Dir, name),
+	nd := &node{name: name, url: "http://" + httpA, env: o.Env, dataDir: filepath.Join(o.Dir, name)}
+	nd.args = append(nd.args, o.Bin, "serve", "--node-id", name, "--data-dir", nd.dataDir,
 		"--http-addr", httpA, "--raft-addr", raftA, "--gossip-addr", gossipA,
 		"--join", strings.Join(c.gossip, ","), "--bootstrap-expect", strconv.Itoa(o.Nodes),
 		"--storage-root", "file://"+filepath.Join(o.Dir, "warehouse"))
@@ -161,6 +170,9 @@ func (c *Cluster) newNode(i int, httpA, raftA, gossipA string) (*node, error) {
 		nd.args = append(nd.args, sec...)
 	}
 	nd.args = append(nd.args, o.Flags...)
+	if err := c.mountDisk(nd); err != nil {
+		return nil, err
+	}
 	var err error
 	if nd.log, err = os.Create(filepath.Join(o.Dir, name+".log")); err != nil {
 		return nil, err
@@ -224,6 +236,9 @@ func (c *Cluster) Add() (int, error) {
 	}
 	if err := nd.start(); err != nil {
 		nd.log.Close()
+		if nd.disk != nil {
+			_ = nd.disk.Unmount()
+		}
 		return 0, err
 	}
 	c.nodes = append(c.nodes, nd)
@@ -310,6 +325,7 @@ func (c *Cluster) Stop() {
 		}
 		nd.log.Close()
 	}
+	c.unmountDisks()
 }
 
 // WaitReady waits until every node answers /readyz.

@@ -1,0 +1,120 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/raftcat/raftcat/internal/faultfs"
+)
+
+// Disks. With Options.FaultFS every node's data directory is a fault
+// filesystem (internal/faultfs) over Dir/disks/NAME: what a node's
+// process wrote reaches that directory at once, but only what it synced
+// survives PowerCut, and Disk(i) can make the disk fail, fill up, slow
+// down or rot.
+
+// mountDisk mounts node i's fault filesystem over its data directory.
+func (c *Cluster) mountDisk(nd *node) error {
+	if !c.opts.FaultFS {
+		return nil
+	}
+	backing := filepath.Join(c.opts.Dir, "disks", nd.name)
+	if err := os.MkdirAll(backing, 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(nd.dataDir, 0o755); err != nil {
+		return err
+	}
+	seed := c.opts.FaultSeed*1000 + uint64(len(c.nodes)) + 1
+	fs, err := faultfs.Mount(nd.dataDir, backing, faultfs.Options{Seed: seed})
+	if err != nil {
+		return fmt.Errorf("mount a fault filesystem over %s: %w", nd.dataDir, err)
+	}
+	nd.disk = fs
+	return nil
+}
+
+// Disk is node i's fault filesystem (nil without Options.FaultFS).
+func (c *Cluster) Disk(i int) *faultfs.FS { return c.nodes[i].disk }
+
+// PowerCut cuts the power of the nodes given, at once: every one is
+// killed (SIGKILL), then every write its disk had not synced is dropped
+// (torn: a random part of it kept, page by page), and directory entries
+// made since their directory's last sync are undone. The nodes stay down
+// until Restart. It needs Options.FaultFS.
+func (c *Cluster) PowerCut(torn bool, nodes ...int) ([]faultfs.CutReport, error) {
+	if !c.opts.FaultFS {
+		return nil, errors.New("localcluster: PowerCut needs Options.FaultFS")
+	}
+	for _, i := range nodes {
+		c.signal(i, syscall.SIGKILL)
+	}
+	reports := make([]faultfs.CutReport, len(nodes))
+	for k, i := range nodes {
+		<-c.nodes[i].exited()
+		r, err := c.nodes[i].disk.PowerCut(torn)
+		if err != nil {
+			return reports, fmt.Errorf("power cut of %s: %w", c.nodes[i].name, err)
+		}
+		reports[k] = r
+	}
+	return reports, nil
+}
+
+// signal sends sig to node i's process, if it runs.
+func (c *Cluster) signal(i int, sig syscall.Signal) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd != nil && nd.cmd.Process != nil {
+		if nd.paused {
+			_ = nd.cmd.Process.Signal(syscall.SIGCONT)
+			nd.paused = false
+		}
+		_ = nd.cmd.Process.Signal(sig)
+	}
+}
+
+// exited is closed when node's current process has ended.
+func (nd *node) exited() <-chan struct{} {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.done
+}
+
+// WaitExit waits for node i's process to end by itself and returns its
+// exit status (a node halts on a failed disk, say).
+func (c *Cluster) WaitExit(ctx context.Context, i int) (int, error) {
+	select {
+	case <-c.nodes[i].exited():
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%s did not exit: %w", c.nodes[i].name, ctx.Err())
+	}
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.cmd.ProcessState.ExitCode(), nil
+}
+
+// Running reports whether node i's process runs.
+func (c *Cluster) Running(i int) bool {
+	select {
+	case <-c.nodes[i].exited():
+		return false
+	default:
+		return true
+	}
+}
+
+// unmountDisks unmounts the nodes' fault filesystems.
+func (c *Cluster) unmountDisks() {
+	for _, nd := range c.nodes {
+		if nd.disk != nil {
+			_ = nd.disk.Unmount()
+		}
+	}
+}
