@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/raftcat/raftcat/internal/faultfs"
@@ -117,4 +118,17 @@ func (c *Cluster) unmountDisks() {
 			_ = nd.disk.Unmount()
 		}
 	}
+}
+
+// RestartAlone starts a stopped node again without --join: it must find
+// its cluster from what its data directory remembers.
+func (c *Cluster) RestartAlone(i int) error {
+	nd := c.nodes[i]
+	full := nd.args
+	if k := slices.Index(full, "--join"); k >= 0 {
+		nd.args = slices.Delete(slices.Clone(full), k, k+2)
+	}
+	err := nd.start()
+	nd.args = full
+	return err
 }

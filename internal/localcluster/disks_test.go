@@ -1,0 +1,117 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func buildRaftcat(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "raftcat")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/raftcat/raftcat/cmd/raftcat").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// call sends a request with the admin token over the cluster's transport
+// and decodes a JSON answer into out (if not nil).
+func call(cl *Cluster, token, method, url string, body, out any) (int, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: cl.Transport()}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		err = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode, err
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+}
+
+// After a power cut of every node, nodes started again without --join
+// find one another from the peers they remembered (gossip-peers.json
+// must have been synced), and what was acknowledged before the cut is
+// there. Auth and TLS are on.
+func TestNodesRestartedAloneAfterAPowerCutFindTheirCluster(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildRaftcat(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	token := NewToken()
+	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
+		FaultFS: true, FaultSeed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	for i := range cl.URLs() {
+		peers := filepath.Join(dir, "cluster", cl.Names()[i], "gossip-peers.json")
+		eventually(t, time.Minute, "gossip-peers.json of "+cl.Names()[i], func() bool {
+			var list []string
+			b, err := os.ReadFile(peers)
+			return err == nil && json.Unmarshal(b, &list) == nil && len(list) >= 2
+		})
+	}
+	status, err := call(cl, token, http.MethodPost, cl.URLs()[0]+"/api/2.1/unity-catalog/catalogs", map[string]any{"name": "kept"}, nil)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("create a catalog: %d %v", status, err)
+	}
+	if _, err := cl.PowerCut(false, 0, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cl.URLs() {
+		if err := cl.RestartAlone(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range cl.URLs() {
+		eventually(t, time.Minute, u+" gossiping with all three nodes", func() bool {
+			var st struct {
+				Gossip []struct{ Status string } `json:"gossip"`
+			}
+			code, err := call(cl, token, http.MethodGet, u+"/v1/cluster", nil, &st)
+			alive := 0
+			for _, m := range st.Gossip {
+				if m.Status == "alive" {
+					alive++
+				}
+			}
+			return err == nil && code == http.StatusOK && alive == 3
+		})
+	}
+	if status, err := call(cl, token, http.MethodGet, cl.URLs()[1]+"/api/2.1/unity-catalog/catalogs/kept", nil, nil); err != nil || status != http.StatusOK {
+		t.Fatalf("the catalog acknowledged before the cut: %d %v", status, err)
+	}
+}
