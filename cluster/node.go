@@ -189,10 +189,11 @@ func (n *Node) openRaft() error {
 	if err := n.openLogs(dir); err != nil {
 		return err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hlog)
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
+	snaps := syncedSnapshots{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots")}
 	stream, err := newStreamLayer(n.cfg.RaftBind, n.cfg.RaftAdvertise, portConfig{tls: n.cfg.TLS, log: n.log,
 		refused: n.metrics.connRefused, handshake: handshakeTimeout, logEvery: refusalLogWindow})
 	if err != nil {
