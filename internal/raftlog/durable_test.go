@@ -2,7 +2,7 @@ package raftlog
 
 import (
 	"errors"
-	"os"
+
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,12 +19,12 @@ type gatedSyncs struct {
 
 func gate(s *Store) *gatedSyncs {
 	g := &gatedSyncs{entered: make(chan struct{}, 16), release: make(chan error)}
-	s.syncHook = func(f *os.File) error {
+	s.syncHook = func(f file) error {
 		g.entered <- struct{}{}
 		if err := <-g.release; err != nil {
 			return err
 		}
-		return datasync(f)
+		return f.Datasync()
 	}
 	return g
 }

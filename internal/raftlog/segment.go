@@ -19,7 +19,7 @@ import (
 type segment struct {
 	seq, base uint64 // seq orders segments and tells generations apart
 	path      string
-	f         *os.File
+	f         file
 	size      int64
 	offs      []int64  // offs[i]: the offset of record base+i; the last one is where the next goes
 	crcs      []uint32 // crcs[i]: record base+i's crc
@@ -54,8 +54,8 @@ func segmentName(seq, base uint64) string { return fmt.Sprintf("%020d-%020d%s", 
 type segmentID struct{ seq, base uint64 }
 
 // listSegments returns the segment files in dir, by sequence number.
-func listSegments(dir string) ([]segmentID, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*"+segmentExt))
+func listSegments(fs fsys, dir string) ([]segmentID, error) {
+	paths, err := fs.Glob(filepath.Join(dir, "*"+segmentExt))
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +76,13 @@ func listSegments(dir string) ([]segmentID, error) {
 // openSegment opens a segment file and reads its records, up to the
 // first that is not whole and chained to the one before (a write a crash
 // cut short, or the zeros after the last record).
-func openSegment(dir string, id segmentID, readOnly bool) (*segment, error) {
+func openSegment(fs fsys, dir string, id segmentID, readOnly bool) (*segment, error) {
 	path := filepath.Join(dir, segmentName(id.seq, id.base))
 	flag := os.O_RDWR
 	if readOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := fs.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (g *segment) clearPastEnd() error {
 	if err := g.zero(g.end(), last+1); err != nil {
 		return err
 	}
-	return datasync(g.f)
+	return g.f.Datasync()
 }
 
 // lastNonZero is the offset of the segment's last non-zero byte from
@@ -198,8 +198,8 @@ func (g *segment) cut(i uint64) {
 
 // makeZeroFile writes a file of size zeros in dir under a temporary name
 // and syncs it.
-func makeZeroFile(dir string, size int64) (string, error) {
-	f, err := os.CreateTemp(dir, "segment-*.tmp")
+func makeZeroFile(fs fsys, dir string, size int64) (string, error) {
+	f, err := fs.CreateTemp(dir, "segment-*.tmp")
 	if err != nil {
 		return "", err
 	}
@@ -207,12 +207,12 @@ func makeZeroFile(dir string, size int64) (string, error) {
 	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
 		_, err = f.Write(zeros[:min(int64(len(zeros)), size-off)])
 	}
-	return f.Name(), closeSynced(f, err)
+	return f.Name(), closeSynced(fs, f, err)
 }
 
 // closeSynced syncs and closes f after writes that ended with err, and
 // removes it if anything failed.
-func closeSynced(f *os.File, err error) error {
+func closeSynced(fs fsys, f file, err error) error {
 	if err == nil {
 		err = f.Sync()
 	}
@@ -220,7 +220,7 @@ func closeSynced(f *os.File, err error) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		fs.Remove(f.Name())
 	}
 	return err
 }
@@ -231,8 +231,8 @@ func closeSynced(f *os.File, err error) error {
 // removing them leaves no part of the old log behind.
 const clearedFile = "cleared"
 
-func readCleared(dir string) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, clearedFile))
+func readCleared(fs fsys, dir string) (uint64, error) {
+	b, err := fs.ReadFile(filepath.Join(dir, clearedFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -247,39 +247,28 @@ func readCleared(dir string) (uint64, error) {
 
 // writeCleared replaces the cleared file durably: a synced temporary
 // file renamed over it, then the directory synced.
-func writeCleared(dir string, seq uint64) error {
-	f, err := os.CreateTemp(dir, "cleared-*.tmp")
+func writeCleared(fs fsys, dir string, seq uint64) error {
+	f, err := fs.CreateTemp(dir, "cleared-*.tmp")
 	if err != nil {
 		return err
 	}
 	b := binary.LittleEndian.AppendUint64(nil, seq)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	_, err = f.Write(b)
-	if err := closeSynced(f, err); err != nil {
+	if err := closeSynced(fs, f, err); err != nil {
 		return err
 	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, clearedFile)); err != nil {
+	if err := fs.Rename(f.Name(), filepath.Join(dir, clearedFile)); err != nil {
 		return err
 	}
-	return SyncDir(dir)
+	return fs.SyncDir(dir)
 }
 
 // removeTemps removes temporary files a crash left behind.
-func removeTemps(dir string) error {
-	temps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+func removeTemps(fs fsys, dir string) error {
+	temps, err := fs.Glob(filepath.Join(dir, "*.tmp"))
 	for _, t := range temps {
-		err = errors.Join(err, os.Remove(t))
+		err = errors.Join(err, fs.Remove(t))
 	}
 	return err
-}
-
-// SyncDir makes the creation, removal or renaming of files in dir
-// durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

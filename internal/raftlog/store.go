@@ -47,8 +47,10 @@ type Options struct {
 // raft.LogStore and raft.MonotonicLogStore: raft deletes the whole log
 // once it installs a snapshot, so indexes only ever grow by one.
 type Store struct {
-	dir  string
-	opts Options
+	dir     string
+	opts    Options
+	fs      fsys
+	stepped bool // tests: no flusher or spare goroutines; the test runs flush rounds
 
 	wmu     sync.Mutex // one writer at a time: StoreLogs, DeleteRange, Close
 	buf     []byte
@@ -59,7 +61,7 @@ type Store struct {
 	fmu                  sync.Mutex // one sync round at a time; DeleteRange holds it too
 	kick                 chan struct{}
 	stopFlush, flushDone chan struct{}
-	syncHook             func(*os.File) error // tests: replaces the data sync
+	syncHook             func(file) error // tests: replaces the data sync
 	deferred, syncs      atomic.Uint64
 	dmu                  sync.Mutex // guards dur
 	dur                  durability
@@ -73,6 +75,7 @@ type Store struct {
 
 type spare struct {
 	path string
+	size int64
 	err  error
 }
 
@@ -82,16 +85,21 @@ var (
 )
 
 // Open opens the log in dir, making dir if needed (unless read-only).
-func Open(dir string, opts Options) (*Store, error) {
+func Open(dir string, opts Options) (*Store, error) { return openOn(dir, opts, osFS{}, false) }
+
+// openOn opens the log in dir on fs; stepped stores run no goroutines of
+// their own (the crash tests run the flusher's rounds themselves, so
+// that the order of what the store does is the same on every run).
+func openOn(dir string, opts Options, fs fsys, stepped bool) (*Store, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
 	if !opts.ReadOnly {
-		if err := makeDir(dir); err != nil {
+		if err := makeDir(fs, dir); err != nil {
 			return nil, err
 		}
 	}
-	s := &Store{dir: dir, opts: opts, dur: durability{changed: make(chan struct{})}}
+	s := &Store{dir: dir, opts: opts, fs: fs, stepped: stepped, dur: durability{changed: make(chan struct{})}}
 	if err := s.openSegments(); err != nil {
 		s.closeFiles(s.segs)
 		return nil, err
@@ -110,24 +118,39 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // makeDir makes dir, durably, and removes what a crash left in it.
-func makeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+func makeDir(fs fsys, dir string) error {
+	if err := mkdirAll(fs, dir); err != nil {
 		return err
 	}
-	if err := SyncDir(filepath.Dir(dir)); err != nil {
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
 		return err
 	}
-	return removeTemps(dir)
+	return removeTemps(fs, dir)
+}
+
+// mkdirAll makes dir and the directories above it that are missing.
+func mkdirAll(fs fsys, dir string) error {
+	err := fs.Mkdir(dir, 0o750)
+	if errors.Is(err, os.ErrNotExist) && filepath.Dir(dir) != dir {
+		if err := mkdirAll(fs, filepath.Dir(dir)); err != nil {
+			return err
+		}
+		err = fs.Mkdir(dir, 0o750)
+	}
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	return err
 }
 
 // openSegments reads the segments of the log, passing over (and, unless
 // read-only, removing) those a deletion of the whole log left.
 func (s *Store) openSegments() error {
-	cleared, err := readCleared(s.dir)
+	cleared, err := readCleared(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
-	ids, err := listSegments(s.dir)
+	ids, err := listSegments(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
@@ -136,13 +159,13 @@ func (s *Store) openSegments() error {
 		s.nextSeq = max(s.nextSeq, id.seq+1)
 		if id.seq <= cleared {
 			if !s.opts.ReadOnly {
-				if err := os.Remove(filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
+				if err := s.fs.Remove(filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		g, err := openSegment(s.dir, id, s.opts.ReadOnly)
+		g, err := openSegment(s.fs, s.dir, id, s.opts.ReadOnly)
 		if err != nil {
 			return err
 		}
@@ -349,13 +372,13 @@ func (s *Store) roll(base uint64, need int64) (*segment, error) {
 	}
 	id := segmentID{seq: s.nextSeq, base: base}
 	s.nextSeq++
-	if err := os.Rename(path, filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
+	if err := s.fs.Rename(path, filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := SyncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		return nil, s.fail(err)
 	}
-	g, err := openSegment(s.dir, id, false)
+	g, err := openSegment(s.fs, s.dir, id, false)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -372,26 +395,26 @@ func (s *Store) takeSpare(size int64) (string, error) {
 		sp := <-s.spare
 		s.spare = nil
 		if sp.err == nil {
-			if st, err := os.Stat(sp.path); err == nil && st.Size() >= size {
+			if sp.size >= size {
 				return sp.path, nil
 			}
-			os.Remove(sp.path)
+			s.fs.Remove(sp.path)
 		}
 	}
-	return makeZeroFile(s.dir, size)
+	return makeZeroFile(s.fs, s.dir, size)
 }
 
 // startSpare starts making the next segment's zero file unless one is
 // being made or ready.
 func (s *Store) startSpare() {
-	if s.spare != nil {
+	if s.spare != nil || s.stepped {
 		return
 	}
 	ch := make(chan spare, 1)
 	s.spare = ch
 	go func() {
-		path, err := makeZeroFile(s.dir, s.opts.SegmentSize)
-		ch <- spare{path, err}
+		path, err := makeZeroFile(s.fs, s.dir, s.opts.SegmentSize)
+		ch <- spare{path, s.opts.SegmentSize, err}
 	}()
 }
 
@@ -427,7 +450,7 @@ func (s *Store) deleteAll() error {
 	if len(s.segs) == 0 {
 		return nil
 	}
-	if err := writeCleared(s.dir, s.segs[len(s.segs)-1].seq); err != nil {
+	if err := writeCleared(s.fs, s.dir, s.segs[len(s.segs)-1].seq); err != nil {
 		return s.fail(err)
 	}
 	s.mu.Lock()
@@ -502,11 +525,11 @@ func (s *Store) remove(segs []*segment) error {
 		g.f.Close()
 	}
 	for _, g := range segs {
-		if err := os.Remove(g.path); err != nil {
+		if err := s.fs.Remove(g.path); err != nil {
 			return s.fail(fmt.Errorf("raftlog: remove segment: %w", err))
 		}
 	}
-	if err := SyncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		return s.fail(err)
 	}
 	return nil
@@ -519,7 +542,7 @@ func (s *Store) Close() error {
 	ferr := s.stopFlusher()
 	if s.spare != nil {
 		if sp := <-s.spare; sp.err == nil {
-			os.Remove(sp.path)
+			s.fs.Remove(sp.path)
 		}
 		s.spare = nil
 	}

@@ -97,7 +97,7 @@ func reopen(t *testing.T, s *Store, size int64) *Store {
 // segments returns the bases of dir's segment files, oldest first.
 func segments(t *testing.T, dir string) []uint64 {
 	t.Helper()
-	ids, err := listSegments(dir)
+	ids, err := listSegments(osFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestADamagedSegmentBeforeTheNewestIsAnError(t *testing.T) {
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 150)
 	s.Close()
-	ids, _ := listSegments(dir)
+	ids, _ := listSegments(osFS{}, dir)
 	path := filepath.Join(dir, segmentName(ids[0].seq, ids[0].base))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -289,7 +289,7 @@ func TestDeleteAllThenStoreAfterAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, s, 0, 0, nil)
-	if cleared, err := readCleared(dir); err != nil || cleared != newest {
+	if cleared, err := readCleared(osFS{}, dir); err != nil || cleared != newest {
 		t.Fatalf("cleared file holds %d (%v), want the newest segment %d", cleared, err, newest)
 	}
 	if got := segments(t, dir); len(got) != 0 {
@@ -323,7 +323,7 @@ func TestDeletingTheLogSurvivesACrash(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 150)
-	if err := writeCleared(dir, s.segs[len(s.segs)-1].seq); err != nil { // then the crash
+	if err := writeCleared(osFS{}, dir, s.segs[len(s.segs)-1].seq); err != nil { // then the crash
 		t.Fatal(err)
 	}
 	s = reopen(t, s, 4096)
@@ -353,8 +353,8 @@ func TestReadOnlyOpenChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 100)
-	ids, _ := listSegments(dir)
-	if err := writeCleared(dir, ids[0].seq); err != nil { // as if a deletion had not removed the oldest
+	ids, _ := listSegments(osFS{}, dir)
+	if err := writeCleared(osFS{}, dir, ids[0].seq); err != nil { // as if a deletion had not removed the oldest
 		t.Fatal(err)
 	}
 	s.Close()
@@ -473,7 +473,7 @@ func TestAFailedWriteStopsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.f = f // the file works again
+	g.f = osFile{f} // the file works again
 	if err := s.StoreLogs(entries(11, 12)); err == nil || !strings.Contains(err.Error(), "earlier failure") {
 		t.Fatalf("a write after a failed one: %v", err)
 	}
