@@ -122,13 +122,12 @@ func makeDir(fs fsys, dir string) error {
 	if err := mkdirAll(fs, dir); err != nil {
 		return err
 	}
-	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
-		return err
-	}
 	return removeTemps(fs, dir)
 }
 
-// mkdirAll makes dir and the directories above it that are missing.
+// mkdirAll makes dir and the directories above it that are missing, each
+// synced into the one above it. An existing dir's entry is synced too: a
+// crash may have come between its making and that sync.
 func mkdirAll(fs fsys, dir string) error {
 	err := fs.Mkdir(dir, 0o750)
 	if errors.Is(err, os.ErrNotExist) && filepath.Dir(dir) != dir {
@@ -137,10 +136,10 @@ func mkdirAll(fs fsys, dir string) error {
 		}
 		err = fs.Mkdir(dir, 0o750)
 	}
-	if errors.Is(err, os.ErrExist) {
-		return nil
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return err
 	}
-	return err
+	return fs.SyncDir(filepath.Dir(dir))
 }
 
 // openSegments reads the segments of the log, passing over (and, unless
