@@ -74,9 +74,11 @@ func (w *crashWorkload) run() {
 	w.deleteRange(125, 168) // a conflicting tail over more than one segment
 	w.store(125, 134, 3, false)
 	w.store(135, 140, 3, true)
-	w.kill() // what it wrote is in the page cache only
+	w.tear(141, 146, 3) // as a power cut could leave a write: a sector of it never written
+	w.kill()            // what it wrote is in the page cache only
 	w.open()
-	w.store(141, 150, 3, true)
+	last, _ := w.s.LastIndex()
+	w.store(last+1, 150, 3, true)
 	w.round(150)
 	first, _ := w.s.FirstIndex()
 	w.deleteRange(first, 150) // a snapshot installed: the whole log goes
@@ -91,6 +93,17 @@ func (w *crashWorkload) run() {
 	w.round(470)
 	w.store(471, 480, 3, true)
 	w.close()
+}
+
+// tear writes the records of from..to after the newest segment's end,
+// but for their second sector, as a crash could leave them.
+func (w *crashWorkload) tear(from, to, term uint64) {
+	logs := crashEntries(from, to, term)
+	w.rec.tell(note{kind: noteStoring, logs: logs})
+	g := w.s.segs[len(w.s.segs)-1]
+	b, _ := records(g, logs)
+	lost := g.end()/sectorSize + 1
+	writeTorn(w.t, g, b, g.end(), func(sector int64) bool { return sector != lost })
 }
 
 // kill leaves the store as a killed process would: its files closed,

@@ -3,10 +3,34 @@
 // newest segment, then a data sync (fdatasync: the data and nothing else
 // is flushed, because segments are filled with zeros before use and never
 // change size), unless the write may defer its sync (Options.DeferSync,
-// see durable.go). Reopened after a crash, a segment ends at its first
-// record that is not whole or not chained to the one before, so a write
-// a crash cut short is dropped; its caller had not been told it was
-// stored.
+// see durable.go).
+//
+// Reopened after a crash, the log must tell a write the crash tore from
+// damage to entries that were on disk: the first is normal after a power
+// cut and is dropped (its caller had not been told it was stored); the
+// second must never be dropped silently, or the node would vote and
+// acknowledge with a log missing entries it had acknowledged (see
+// "Protocol-Aware Recovery for Consensus-Based Storage", FAST '18). A
+// segment's records end at the first that is not whole or not chained to
+// the one before, and that end is checked (damage.go):
+//   - a segment other than the newest was synced whole before the next
+//     was begun, so it must end where the next one starts;
+//   - the newest segment carries a synced-through mark (mark.go), written
+//     after each sync round and taken to disk by the next one, so it
+//     trails by at most a round and costs no sync of its own: a bad
+//     record below it is damage;
+//   - past the mark, structure decides: every region a record is written
+//     to is zeros on disk first (segments are made of synced zeros; a
+//     truncation and the clearing after a torn write zero and sync), and
+//     a crash leaves each 512-byte sector of a write either written or
+//     as it was, so a torn record has a sector of zeros. A record with a
+//     sane size whose every sector holds a non-zero byte, but that does
+//     not check, was not torn: it is damage. Anything else is a torn tail.
+//
+// Damage makes Open fail with an error wrapping ErrDamaged that names the
+// file, the offset and the entries lost; a damaged record read later
+// (GetLog) is an ErrDamaged error too. The store never truncates or zeroes
+// damaged data: the node must be rebuilt from the cluster.
 //
 // Deleting a prefix (compaction after a snapshot) removes whole segments:
 // entries of a segment that also holds newer ones stay readable after a
@@ -170,22 +194,22 @@ func (s *Store) openSegments() error {
 		}
 		s.segs = append(s.segs, g)
 	}
+	if err := s.checkEnds(); err != nil {
+		return err
+	}
 	if n := len(s.segs); n > 0 && !s.opts.ReadOnly {
 		if err := s.segs[n-1].clearPastEnd(); err != nil {
 			return fmt.Errorf("raftlog: clear past the end of %s: %w", s.segs[n-1].path, err)
 		}
 	}
-	return s.index()
+	s.index()
+	return nil
 }
 
-// index sets first and last from the segments read, which must follow
-// one another without a gap.
-func (s *Store) index() error {
-	for i, g := range s.segs {
-		if i > 0 && g.base != s.segs[i-1].next() {
-			return fmt.Errorf("raftlog: %s ends at index %d but %s starts at %d: the log is damaged",
-				s.segs[i-1].path, s.segs[i-1].lastIndex(), g.path, g.base)
-		}
+// index sets first and last from the segments read (checkEnds found
+// them following one another without a gap).
+func (s *Store) index() {
+	for _, g := range s.segs {
 		if g.count() > 0 {
 			if s.first == 0 {
 				s.first = g.base
@@ -193,7 +217,6 @@ func (s *Store) index() error {
 			s.last = g.lastIndex()
 		}
 	}
-	return nil
 }
 
 // IsMonotonic tells raft to delete the whole log after installing a
@@ -340,10 +363,17 @@ func (s *Store) segmentFor(logs []*raft.Log) (*segment, error) {
 	for _, l := range logs {
 		need += int64(recordLen(l))
 	}
-	if n := len(s.segs); n > 0 && s.segs[n-1].end()+need <= s.segs[n-1].size {
+	if n := len(s.segs); n > 0 && s.segs[n-1].end()+need <= s.segs[n-1].limit {
 		return s.segs[n-1], nil
 	}
 	return s.roll(logs[0].Index, need)
+}
+
+// segmentFileSize is the size of a new segment file with room for need
+// bytes of records, the zero header after them and the trailer: the
+// configured size, or more, in whole pages.
+func (s *Store) segmentFileSize(need int64) int64 {
+	return (max(s.opts.SegmentSize, need+headerLen+trailerLen) + 4095) &^ 4095
 }
 
 // roll starts a segment at base with room for need bytes, from the spare
@@ -360,7 +390,7 @@ func (s *Store) roll(base uint64, need int64) (*segment, error) {
 			return nil, err
 		}
 	}
-	path, err := s.takeSpare(max(s.opts.SegmentSize, need+headerLen))
+	path, err := s.takeSpare(s.segmentFileSize(need))
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: make a segment: %w", err)
 	}
@@ -411,9 +441,10 @@ func (s *Store) startSpare() {
 	}
 	ch := make(chan spare, 1)
 	s.spare = ch
+	size := s.segmentFileSize(0)
 	go func() {
-		path, err := makeZeroFile(s.fs, s.dir, s.opts.SegmentSize)
-		ch <- spare{path, s.opts.SegmentSize, err}
+		path, err := makeZeroFile(s.fs, s.dir, size)
+		ch <- spare{path, size, err}
 	}()
 }
 
@@ -491,10 +522,13 @@ func (s *Store) truncate(lo uint64) error {
 		}
 	}
 	g := s.segs[len(s.segs)-1]
+	if err := s.lowerMark(g, lo); err != nil {
+		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
+	}
 	if err := g.zeroFrom(lo); err != nil {
 		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
 	}
-	if err := s.syncFile(g.f); err != nil {
+	if err := s.syncSegment(g); err != nil {
 		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
 	}
 	s.mu.Lock()
@@ -502,6 +536,21 @@ func (s *Store) truncate(lo uint64) error {
 	s.mu.Unlock()
 	s.setDurable(lo-1, nil)
 	return nil
+}
+
+// lowerMark makes g's synced-through mark say, durably, no more than
+// that its records before index lo are on disk, before they are zeroed
+// from lo: a crash while zeroing them must not leave the mark over
+// records meant to go, which would read as damage.
+func (s *Store) lowerMark(g *segment, lo uint64) error {
+	off := g.offs[lo-g.base]
+	if g.mark.end <= off {
+		return nil
+	}
+	if err := g.writeMark(off, lo-1); err != nil {
+		return err
+	}
+	return s.syncSegment(g)
 }
 
 // removeNewest removes the newest segment, which holds nothing the log

@@ -177,53 +177,57 @@ func TestTruncateToASegmentsStart(t *testing.T) {
 	expect(t, reopen(t, s, 4096), 1, cut+4, nil)
 }
 
+// TestACutWriteIsDroppedOnReopen: a write a crash cut short (its first
+// sectors on disk, the rest still zeros) is dropped, and the entry can be
+// written again.
 func TestACutWriteIsDroppedOnReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 1<<20)
 	store(t, s, 1, 20)
 	g := s.segs[0]
-	end := g.end()
-	var rec []byte
-	rec, _ = appendRecord(rec, entry(21), g.tail())
-	if _, err := g.f.WriteAt(rec[:len(rec)-3], end); err != nil { // a write cut short
-		t.Fatal(err)
-	}
+	big := bigEntries(21, 21)
+	rec, _ := records(g, big)
+	cut := (g.end()/sectorSize + 1) * sectorSize // the record's first sector only
+	writeTorn(t, g, rec, g.end(), func(sector int64) bool { return sector < cut/sectorSize })
 	s = reopen(t, s, 1<<20)
 	expect(t, s, 1, 20, nil)
+	if err := s.StoreLogs(big); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, reopen(t, s, 1<<20), 1, 21, map[uint64]*raft.Log{21: big[0]})
+}
 
-	// A batch whose first record did not reach the disk, its others did.
-	g = s.segs[0]
-	var batch []byte
-	tail := g.tail()
-	for _, l := range entries(21, 23) {
-		batch, tail = appendRecord(batch, l, tail)
+// bigEntries are entries of 600 bytes of data, more than a sector.
+func bigEntries(from, to uint64) []*raft.Log {
+	var ls []*raft.Log
+	for i := from; i <= to; i++ {
+		ls = append(ls, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(i)}, 600)})
 	}
-	batch[headerLen+20] ^= 0xff
-	if _, err := g.f.WriteAt(batch, g.end()); err != nil {
-		t.Fatal(err)
-	}
-	s = reopen(t, s, 1<<20)
-	expect(t, s, 1, 20, nil)
-	store(t, s, 21, 30)
-	expect(t, reopen(t, s, 1<<20), 1, 30, nil)
+	return ls
 }
 
 // TestRecordsPastTheEndStayDropped: a log whose newest segment stops at
-// a torn record (records after it on disk, as pages of one write may
+// a torn record (records after it on disk, as sectors of one write may
 // persist out of order) ends there after a restart, and what lies past
 // that end is zeroed then: writing the torn entry again must not make the
 // old records after it valid again.
 func TestRecordsPastTheEndStayDropped(t *testing.T) {
 	s := open(t, t.TempDir(), 1<<20)
-	store(t, s, 1, 10)
+	store(t, s, 1, 5)
 	g := s.segs[0]
-	if _, err := g.f.WriteAt([]byte{0, 0, 0, 0}, g.offs[5]+4); err != nil { // index 6's size: torn
-		t.Fatal(err)
+	big := bigEntries(6, 10)
+	recs, offs := records(g, big)
+	lost := g.end() / sectorSize // entry 6's first sector; 7-10 start after it
+	if offs[1]/sectorSize == lost {
+		t.Fatal("entry 7 starts in entry 6's first sector")
 	}
+	writeTorn(t, g, recs, g.end(), func(sector int64) bool { return sector != lost })
 	s = reopen(t, s, 1<<20)
 	expect(t, s, 1, 5, nil)
-	store(t, s, 6, 6) // the same entry again
-	expect(t, reopen(t, s, 1<<20), 1, 6, nil)
+	if err := s.StoreLogs(big[:1]); err != nil { // the same entry again
+		t.Fatal(err)
+	}
+	expect(t, reopen(t, s, 1<<20), 1, 6, map[uint64]*raft.Log{6: big[0]})
 }
 
 func TestADamagedRecordIsAnErrorWhenRead(t *testing.T) {
@@ -233,8 +237,8 @@ func TestADamagedRecordIsAnErrorWhenRead(t *testing.T) {
 	if _, err := g.f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, g.offs[9]+headerLen+25); err != nil { // index 10's data length
 		t.Fatal(err)
 	}
-	if err := s.GetLog(10, &raft.Log{}); err == nil || errors.Is(err, raft.ErrLogNotFound) {
-		t.Fatalf("a damaged entry read back: %v", err)
+	if err := s.GetLog(10, &raft.Log{}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a damaged entry read back: %v, not ErrDamaged", err)
 	}
 	for _, i := range []uint64{9, 11} { // the others read well
 		if err := s.GetLog(i, &raft.Log{}); err != nil {
@@ -258,8 +262,8 @@ func TestADamagedSegmentBeforeTheNewestIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := Open(dir, Options{SegmentSize: 4096}); err == nil {
-		t.Fatal("a log with a damaged middle opened")
+	if _, err := Open(dir, Options{SegmentSize: 4096}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a log with a damaged middle opened, or failed otherwise: %v", err)
 	}
 }
 
