@@ -48,6 +48,7 @@ type crashWorkload struct {
 	dir       string
 	s         *Store
 	deferring bool
+	failures  int
 }
 
 func newCrashWorkload(t *testing.T) *crashWorkload {
@@ -91,8 +92,32 @@ func (w *crashWorkload) run() {
 		w.store(i, i+9, 3, true)
 	}
 	w.round(470)
-	w.store(471, 480, 3, true)
+	w.store(471, 480, 3, false)
+	w.store(481, 490, 3, true)
+	w.failRound() // 481-490 may never reach the disk
+	w.open()      // and are dropped
+	last, _ = w.s.LastIndex()
+	w.store(last+1, last+10, 4, true)
+	w.round(last + 10)
+	w.store(last+11, last+15, 4, true)
 	w.close()
+}
+
+// failRound runs a flusher round whose sync fails, checks the store
+// stops and says so once, and closes it.
+func (w *crashWorkload) failRound() {
+	w.rec.failSyncs = func(path string) bool { return strings.HasSuffix(path, segmentExt) }
+	defer func() { w.rec.failSyncs = nil }()
+	if err := w.s.flush(); err == nil {
+		w.t.Fatal("a round whose sync failed succeeded")
+	}
+	if err := w.s.StoreLogs(crashEntries(491, 491, 4)); err == nil {
+		w.t.Fatal("a write after a failed sync succeeded")
+	}
+	if w.failures != 1 {
+		w.t.Fatalf("%d failures reported", w.failures)
+	}
+	w.s.Close()
 }
 
 // tear writes the records of from..to after the newest segment's end,
@@ -115,7 +140,8 @@ func (w *crashWorkload) kill() {
 }
 
 func (w *crashWorkload) open() {
-	s, err := openOn(w.dir, Options{SegmentSize: crashSegmentSize, DeferSync: func([]*raft.Log) bool { return w.deferring }}, w.rec, true)
+	s, err := openOn(w.dir, Options{SegmentSize: crashSegmentSize, DeferSync: func([]*raft.Log) bool { return w.deferring },
+		OnFailure: func(error) { w.failures++ }}, w.rec, true)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ var ErrStopped = errors.New("raftlog: stopped waiting for a sync")
 type durability struct {
 	durable uint64        // every index up to it is on disk
 	changed chan struct{} // closed when durable, err or closed changes
-	err     error         // a failed sync: nothing more becomes durable
+	err     error         // a failure (Store.fail): nothing more becomes durable
 	closed  bool
 }
 
@@ -133,9 +133,7 @@ func (s *Store) flushLocked() error {
 	start := time.Now()
 	for _, g := range r.dirty {
 		if err := s.syncSegment(g); err != nil {
-			err = fmt.Errorf("raftlog: sync %s: %w", g.path, err)
-			s.setDurable(0, err)
-			return err
+			return s.fail(fmt.Errorf("raftlog: sync %s: %w", g.path, err))
 		}
 	}
 	if len(r.dirty) > 0 {

@@ -260,20 +260,25 @@ func readCleared(fs fsys, dir string) (uint64, error) {
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// writeCleared replaces the cleared file durably: a synced temporary
-// file renamed over it, then the directory synced.
+// writeCleared replaces the cleared file durably.
 func writeCleared(fs fsys, dir string, seq uint64) error {
-	f, err := fs.CreateTemp(dir, "cleared-*.tmp")
+	b := binary.LittleEndian.AppendUint64(nil, seq)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return writeFileSynced(fs, dir, clearedFile, b)
+}
+
+// writeFileSynced replaces dir's file name with b durably: a synced
+// temporary file renamed over it, then the directory synced.
+func writeFileSynced(fs fsys, dir, name string, b []byte) error {
+	f, err := fs.CreateTemp(dir, name+"-*.tmp")
 	if err != nil {
 		return err
 	}
-	b := binary.LittleEndian.AppendUint64(nil, seq)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	_, err = f.Write(b)
 	if err := closeSynced(fs, f, err); err != nil {
 		return err
 	}
-	if err := fs.Rename(f.Name(), filepath.Join(dir, clearedFile)); err != nil {
+	if err := fs.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
 	return fs.SyncDir(dir)

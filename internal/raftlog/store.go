@@ -65,6 +65,12 @@ type Options struct {
 	DeferSync func(logs []*raft.Log) bool
 	// ObserveSync, if set, is told how long each sync round took.
 	ObserveSync func(time.Duration)
+	// OnFailure, if set, is told once of the failure (of a write, a sync,
+	// a file made or removed) that stopped the store's writes: the store
+	// is then of no more use until the process restarts (failure.go).
+	// It is called from the goroutine that hit the failure, which may
+	// hold the store's locks: it must not call the Store.
+	OnFailure func(error)
 }
 
 // Store is a raft log in segment files in one directory. It implements
@@ -80,9 +86,10 @@ type Store struct {
 	buf     []byte
 	spare   chan spare // the next segment's zero file, being made (nil: none)
 	nextSeq uint64
-	failed  error // a write that left the files in doubt: no more writes
 
 	fmu                  sync.Mutex // one sync round at a time; DeleteRange holds it too
+	resyncing            bool       // Open is syncing what it found (a failure then is recorded as such)
+	recovery             Recovery
 	kick                 chan struct{}
 	stopFlush, flushDone chan struct{}
 	syncHook             func(file) error // tests: replaces the data sync
@@ -124,21 +131,45 @@ func openOn(dir string, opts Options, fs fsys, stepped bool) (*Store, error) {
 		}
 	}
 	s := &Store{dir: dir, opts: opts, fs: fs, stepped: stepped, dur: durability{changed: make(chan struct{})}}
-	if err := s.openSegments(); err != nil {
+	err := s.openSegments()
+	if err == nil {
+		err = s.recover()
+	}
+	if err != nil {
 		s.closeFiles(s.segs)
 		return nil, err
 	}
-	if opts.ReadOnly {
-		return s, nil
+	if !opts.ReadOnly {
+		s.startFlusher()
 	}
-	// What a killed process wrote may still be in the page cache only.
-	s.dirty = append(s.dirty, s.segs...)
-	if err := s.flush(); err != nil {
-		s.closeFiles(s.segs)
-		return nil, err
-	}
-	s.startFlusher()
 	return s, nil
+}
+
+// recover makes the log one the store can go on from. After a store that
+// failed, it drops what that store did not know was on disk. Otherwise it
+// syncs every segment: what a killed process wrote may be in the page
+// cache only, and it is real data the kernel will write, so syncing it
+// makes it durable; this is right only because no sync failed (one that
+// failed would have left the failed file, and the pages may be gone).
+func (s *Store) recover() error {
+	f, err := readFailure(s.fs, s.dir)
+	switch {
+	case err != nil:
+		return err
+	case f != nil:
+		if err := s.recoverFailure(*f); err != nil {
+			return err
+		}
+		s.setDurable(s.last, nil) // nothing is left that was not on disk
+		return nil
+	case s.opts.ReadOnly:
+		return nil
+	}
+	s.setDurable(s.knownDurable(), nil)
+	s.dirty = append(s.dirty, s.segs...)
+	s.resyncing = true
+	defer func() { s.resyncing = false }()
+	return s.flush()
 }
 
 // makeDir makes dir, durably, and removes what a crash left in it.
@@ -310,19 +341,11 @@ func (s *Store) writable() error {
 	switch {
 	case s.closed || s.opts.ReadOnly:
 		return errors.New("raftlog: not open for writing")
-	case s.failed != nil:
-		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", s.failed)
 	}
 	if err := s.syncFailure(); err != nil {
 		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", err)
 	}
 	return nil
-}
-
-// fail records a failure that left the files in doubt.
-func (s *Store) fail(err error) error {
-	s.failed = err
-	return err
 }
 
 // follow checks that logs continue the log. An empty log (even one whose

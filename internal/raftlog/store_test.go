@@ -485,7 +485,10 @@ func TestAFailedWriteStopsWrites(t *testing.T) {
 		t.Fatal("a truncation after a failed write succeeded")
 	}
 	expect(t, s, 1, 10, nil)
-	s = reopen(t, s, 4096)
+	if err := s.Close(); err == nil {
+		t.Fatal("a store that failed closed without telling")
+	}
+	s = open(t, dir, 4096)
 	expect(t, s, 1, 10, nil)
 	store(t, s, 11, 12)
 	expect(t, reopen(t, s, 4096), 1, 12, nil)
