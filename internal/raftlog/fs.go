@@ -10,6 +10,15 @@ import (
 // store uses the os package (osFS); the crash tests put a file system in
 // its place that records each change it makes, to rebuild the states a
 // crash could leave.
+//
+// A file made, renamed or removed is on disk only once its directory is
+// synced. The store syncs it before it relies on the change: a new
+// segment renamed in (roll), segments removed (remove), the cleared and
+// failed files written (writeFileSynced), the failed file removed
+// (recoverFailure), the log directory and each one made above it
+// (mkdirAll). Removals nothing relies on are not synced: temporary files
+// (Open removes any it finds) and segments the cleared file retires (they
+// stay retired whether their removal lasts or not).
 type fsys interface {
 	OpenFile(name string, flag int, perm os.FileMode) (file, error)
 	CreateTemp(dir, pattern string) (file, error)

@@ -211,7 +211,7 @@ func (s *Store) openSegments() error {
 	s.nextSeq = cleared + 1
 	for _, id := range ids {
 		s.nextSeq = max(s.nextSeq, id.seq+1)
-		if id.seq <= cleared {
+		if id.seq <= cleared { // retired: no need to sync its removal
 			if !s.opts.ReadOnly {
 				if err := s.fs.Remove(filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
 					return err
