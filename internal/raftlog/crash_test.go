@@ -18,15 +18,17 @@ import (
 
 // TestEveryCrashPointReopens records what the store does to its files in
 // a short workload (appends deferred and not, over several small
-// segments; a conflicting tail replaced; compaction; the whole log
-// deleted; a restart; appends after each), then rebuilds, for every
-// prefix of that record, the states a crash there could leave (see
-// crashstate_test.go) and reopens the log on each. Every state must open
-// and hold a log that keeps every entry the store had said was on disk
-// (unless a deletion the store had finished removed it), holds no entry
-// that was not written at its index or whose removal had finished, and
-// runs without a gap through entries that were in the log together. The
-// log must then take a new entry and hold it after another reopen.
+// segments; a conflicting tail replaced, within a segment and over two;
+// compaction; a torn write and a killed process; the whole log deleted;
+// a restart; a sync that fails and the restart after it; appends after
+// each), then rebuilds, for every prefix of that record, the states a
+// crash there could leave (see crashstate_test.go) and reopens the log on
+// each. Every state must open and hold a log that keeps every entry the
+// store had said was on disk (unless a deletion of it had begun), holds
+// no entry that was not written at its index or whose deletion had
+// finished, and runs without a gap through entries that were in the log
+// together. The log must then take the next entry and hold exactly that
+// after another reopen.
 func TestEveryCrashPointReopens(t *testing.T) {
 	w := newCrashWorkload(t)
 	w.run()

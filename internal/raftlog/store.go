@@ -81,6 +81,10 @@ type Store struct {
 	opts    Options
 	fs      fsys
 	stepped bool // tests: no flusher or spare goroutines; the test runs flush rounds
+	// Set while Open runs: what it did after a failed store, and whether
+	// it is syncing what it found (a failure then is recorded as such).
+	recovery  Recovery
+	resyncing bool
 
 	wmu     sync.Mutex // one writer at a time: StoreLogs, DeleteRange, Close
 	buf     []byte
@@ -88,8 +92,6 @@ type Store struct {
 	nextSeq uint64
 
 	fmu                  sync.Mutex // one sync round at a time; DeleteRange holds it too
-	resyncing            bool       // Open is syncing what it found (a failure then is recorded as such)
-	recovery             Recovery
 	kick                 chan struct{}
 	stopFlush, flushDone chan struct{}
 	syncHook             func(file) error // tests: replaces the data sync
@@ -133,7 +135,7 @@ func openOn(dir string, opts Options, fs fsys, stepped bool) (*Store, error) {
 	s := &Store{dir: dir, opts: opts, fs: fs, stepped: stepped, dur: durability{changed: make(chan struct{})}}
 	err := s.openSegments()
 	if err == nil {
-		err = s.recover()
+		err = s.recoverLog()
 	}
 	if err != nil {
 		s.closeFiles(s.segs)
@@ -145,13 +147,13 @@ func openOn(dir string, opts Options, fs fsys, stepped bool) (*Store, error) {
 	return s, nil
 }
 
-// recover makes the log one the store can go on from. After a store that
+// recoverLog makes the log one the store can go on from. After a store that
 // failed, it drops what that store did not know was on disk. Otherwise it
 // syncs every segment: what a killed process wrote may be in the page
 // cache only, and it is real data the kernel will write, so syncing it
 // makes it durable; this is right only because no sync failed (one that
 // failed would have left the failed file, and the pages may be gone).
-func (s *Store) recover() error {
+func (s *Store) recoverLog() error {
 	f, err := readFailure(s.fs, s.dir)
 	switch {
 	case err != nil:
