@@ -266,3 +266,30 @@ func copyDir(t *testing.T, src string) string {
 	}
 	return dst
 }
+
+// TestSegmentsWithoutATrailerStillOpen: segments made before the trailer
+// (no format tag at their end) are read as before, records running to
+// their end, and without a mark.
+func TestSegmentsWithoutATrailerStillOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 4096)
+	store(t, s, 1, 10)
+	s.Close()
+	path := segmentPath(t, dir, 1)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroAt(t, path, st.Size()-trailerLen, trailerLen) // as a segment made before the trailer
+	s = open(t, dir, 4096)
+	expect(t, s, 1, 10, nil)
+	if g := s.segs[0]; g.limit != g.size {
+		t.Fatalf("a segment without a trailer keeps its last %d bytes from records", g.size-g.limit)
+	}
+	storeTens(t, s, 11, 200) // fills it to its end, then goes on in new ones
+	s = reopen(t, s, 4096)
+	expect(t, s, 1, 200, nil)
+	if g := s.segs[0]; g.end() <= st.Size()-trailerLen {
+		t.Fatalf("records of the segment without a trailer end at %d, not in its last %d bytes", g.end(), trailerLen)
+	}
+}
