@@ -3,7 +3,6 @@ package raftlog
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -29,7 +28,7 @@ var ErrStopped = errors.New("raftlog: stopped waiting for a sync")
 type durability struct {
 	durable uint64        // every index up to it is on disk
 	changed chan struct{} // closed when durable, err or closed changes
-	err     error         // a failed sync: nothing more becomes durable
+	err     error         // a failure (Store.fail): nothing more becomes durable
 	closed  bool
 }
 
@@ -125,37 +124,66 @@ func (s *Store) flush() error {
 
 // flushLocked is flush with fmu held: no other flush runs, and while
 // DeleteRange holds it, no segment is removed or truncated under a sync.
+// Once the segments are synced, the newest one's mark says so (mark.go).
 func (s *Store) flushLocked() error {
 	if err := s.syncFailure(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	last, dirty := s.last, s.dirty
-	s.dirty = nil
-	for _, g := range dirty {
-		g.dirty = false
-	}
-	s.mu.Unlock()
+	r := s.takeDirty()
 	start := time.Now()
-	for _, g := range dirty {
-		if err := s.syncFile(g.f); err != nil {
-			err = fmt.Errorf("raftlog: sync %s: %w", g.path, err)
-			s.setDurable(0, err)
-			return err
+	for _, g := range r.dirty {
+		if err := s.syncSegment(g); err != nil {
+			return s.fail(fmt.Errorf("raftlog: sync %s: %w", g.path, err))
 		}
 	}
-	if len(dirty) > 0 {
+	if len(r.dirty) > 0 {
 		s.syncs.Add(1)
 		if s.opts.ObserveSync != nil {
 			s.opts.ObserveSync(time.Since(start))
 		}
 	}
-	s.setDurable(last, nil)
+	if g := r.newest; g != nil && r.end > g.mark.end {
+		if err := g.writeMark(r.end, r.newestLast); err != nil {
+			return s.fail(fmt.Errorf("raftlog: mark %s synced: %w", g.path, err))
+		}
+	}
+	s.setDurable(r.last, nil)
 	return nil
 }
 
-// startFlusher starts the goroutine that syncs deferred writes.
+// round is what a sync round syncs: the segments written since the last
+// round, which takes the log to disk through last and the newest segment
+// through end (index newestLast).
+type round struct {
+	dirty      []*segment
+	last       uint64
+	newest     *segment
+	end        int64
+	newestLast uint64
+}
+
+// takeDirty starts a round: the segments to sync, no longer dirty.
+func (s *Store) takeDirty() round {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := round{dirty: s.dirty, last: s.last}
+	if n := len(s.segs); n > 0 {
+		r.newest = s.segs[n-1]
+		r.end, r.newestLast = r.newest.end(), r.newest.lastIndex()
+	}
+	s.dirty = nil
+	for _, g := range r.dirty {
+		g.dirty = false
+	}
+	return r
+}
+
+// startFlusher starts the goroutine that syncs deferred writes (none in
+// a stepped store: its test runs the rounds).
 func (s *Store) startFlusher() {
+	if s.stepped {
+		return
+	}
 	s.kick, s.stopFlush, s.flushDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.flushDone)
@@ -180,13 +208,18 @@ func (s *Store) kickFlusher() {
 
 // stopFlusher stops the flusher, syncs what it left and wakes waiters.
 func (s *Store) stopFlusher() error {
-	if s.stopFlush == nil {
+	if s.opts.ReadOnly || s.closed {
 		return nil
 	}
-	close(s.stopFlush)
-	<-s.flushDone
-	s.stopFlush = nil
+	if s.stopFlush != nil {
+		close(s.stopFlush)
+		<-s.flushDone
+		s.stopFlush = nil
+	}
 	err := s.flush()
+	if err == nil {
+		err = s.syncMark()
+	}
 	s.dmu.Lock()
 	s.dur.closed = true
 	s.notifyLocked()
@@ -194,11 +227,31 @@ func (s *Store) stopFlusher() error {
 	return err
 }
 
+// syncSegment syncs g, and with it the mark last written to it.
+func (s *Store) syncSegment(g *segment) error {
+	if err := s.syncFile(g.f); err != nil {
+		return err
+	}
+	g.markUnsynced = false
+	return nil
+}
+
+// syncMark takes the newest segment's mark to disk if no sync has since
+// it was written (the store is closing: no round will).
+func (s *Store) syncMark() error {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if n := len(s.segs); n > 0 && s.segs[n-1].markUnsynced && s.syncFailure() == nil {
+		return s.syncSegment(s.segs[n-1])
+	}
+	return nil
+}
+
 // syncFile flushes f's data (not its size or times, which segment writes
 // never change).
-func (s *Store) syncFile(f *os.File) error {
+func (s *Store) syncFile(f file) error {
 	if s.syncHook != nil {
 		return s.syncHook(f)
 	}
-	return datasync(f)
+	return f.Datasync()
 }

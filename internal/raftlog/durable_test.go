@@ -2,7 +2,7 @@ package raftlog
 
 import (
 	"errors"
-	"os"
+
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,20 +11,26 @@ import (
 )
 
 // gatedSyncs makes a store's syncs wait for the test: each sync reports
-// on entered, then waits for a value on release (its result).
+// on entered, then waits for a value on release (its result). Once the
+// test is over, syncs (its Close's) pass.
 type gatedSyncs struct {
 	entered chan struct{}
 	release chan error
+	over    atomic.Bool
 }
 
-func gate(s *Store) *gatedSyncs {
+func gate(t *testing.T, s *Store) *gatedSyncs {
 	g := &gatedSyncs{entered: make(chan struct{}, 16), release: make(chan error)}
-	s.syncHook = func(f *os.File) error {
+	t.Cleanup(func() { g.over.Store(true) })
+	s.syncHook = func(f file) error {
+		if g.over.Load() {
+			return f.Datasync()
+		}
 		g.entered <- struct{}{}
 		if err := <-g.release; err != nil {
 			return err
 		}
-		return datasync(f)
+		return f.Datasync()
 	}
 	return g
 }
@@ -53,7 +59,7 @@ func waitAsync(s *Store, index uint64, stop chan struct{}) <-chan error {
 // the sync, and WaitDurable returns only after it.
 func TestADeferredWriteIsDurableOnlyAfterItsSync(t *testing.T) {
 	s, _ := openDeferring(t, true)
-	g := gate(s)
+	g := gate(t, s)
 	storeTens(t, s, 1, 10) // returns although the sync waits
 	<-g.entered
 	done := waitAsync(s, 10, nil)
@@ -75,7 +81,7 @@ func TestADeferredWriteIsDurableOnlyAfterItsSync(t *testing.T) {
 // may not defer returns, the log is durable up to it.
 func TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt(t *testing.T) {
 	s, deferring := openDeferring(t, true)
-	g := gate(s)
+	g := gate(t, s)
 	storeTens(t, s, 1, 10)
 	<-g.entered // the flusher's round for 1-10 is waiting
 	deferring.Store(false)
@@ -97,7 +103,7 @@ func TestAWriteNotDeferredSyncsTheDeferredOnesBeforeIt(t *testing.T) {
 // refused until the log is reopened.
 func TestAFailedSyncStopsWritesAndWaits(t *testing.T) {
 	s, _ := openDeferring(t, true)
-	g := gate(s)
+	g := gate(t, s)
 	storeTens(t, s, 1, 10)
 	<-g.entered
 	g.release <- errors.New("disk gone")

@@ -13,17 +13,22 @@ import (
 )
 
 // segment is one segment file: the records of base, base+1, … from
-// offset 0, then zeros. Its file is as large as it will grow (filled with
-// zeros when made), so a write never changes the file's size and its sync
-// flushes data only.
+// offset 0, then zeros, then the trailer (mark.go). Its file is as large
+// as it will grow (filled with zeros when made), so a write never changes
+// the file's size and its sync flushes data only.
 type segment struct {
 	seq, base uint64 // seq orders segments and tells generations apart
 	path      string
-	f         *os.File
+	f         file
 	size      int64
+	limit     int64    // records end before it (the trailer's start; size without one)
 	offs      []int64  // offs[i]: the offset of record base+i; the last one is where the next goes
 	crcs      []uint32 // crcs[i]: record base+i's crc
 	dirty     bool     // written since the last sync (guarded by Store.mu)
+	// The newest synced-through mark, and whether it was written since
+	// the segment's last sync (guarded by Store.fmu once open).
+	mark         syncMark
+	markUnsynced bool
 }
 
 func (g *segment) count() uint64 { return uint64(len(g.crcs)) }
@@ -54,8 +59,8 @@ func segmentName(seq, base uint64) string { return fmt.Sprintf("%020d-%020d%s", 
 type segmentID struct{ seq, base uint64 }
 
 // listSegments returns the segment files in dir, by sequence number.
-func listSegments(dir string) ([]segmentID, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*"+segmentExt))
+func listSegments(fs fsys, dir string) ([]segmentID, error) {
+	paths, err := fs.Glob(filepath.Join(dir, "*"+segmentExt))
 	if err != nil {
 		return nil, err
 	}
@@ -74,15 +79,15 @@ func listSegments(dir string) ([]segmentID, error) {
 }
 
 // openSegment opens a segment file and reads its records, up to the
-// first that is not whole and chained to the one before (a write a crash
-// cut short, or the zeros after the last record).
-func openSegment(dir string, id segmentID, readOnly bool) (*segment, error) {
+// first that is not whole and chained to the one before (the zeros after
+// the last record, a write a crash tore, or damage: see checkEnds).
+func openSegment(fs fsys, dir string, id segmentID, readOnly bool) (*segment, error) {
 	path := filepath.Join(dir, segmentName(id.seq, id.base))
 	flag := os.O_RDWR
 	if readOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := fs.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +96,11 @@ func openSegment(dir string, id segmentID, readOnly bool) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	g := &segment{seq: id.seq, base: id.base, path: path, f: f, size: st.Size(), offs: []int64{0}}
+	g := &segment{seq: id.seq, base: id.base, path: path, f: f, size: st.Size(), limit: st.Size(), offs: []int64{0}}
+	if err := g.readTrailer(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("raftlog: read %s: %w", path, err)
+	}
 	if err := g.scan(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("raftlog: read %s: %w", path, err)
@@ -100,15 +109,15 @@ func openSegment(dir string, id segmentID, readOnly bool) (*segment, error) {
 }
 
 func (g *segment) scan() error {
-	r := bufio.NewReaderSize(io.NewSectionReader(g.f, 0, g.size), 1<<20)
+	r := bufio.NewReaderSize(io.NewSectionReader(g.f, 0, g.limit), 1<<20)
 	var rec []byte
-	for off := int64(0); off+headerLen <= g.size; {
+	for off := int64(0); off+headerLen <= g.limit; {
 		rec = append(rec[:0], make([]byte, headerLen)...)
 		if _, err := io.ReadFull(r, rec); err != nil {
 			return err
 		}
 		n := recordSize(rec)
-		if n == 0 || off+headerLen+int64(n) > g.size {
+		if n == 0 || off+headerLen+int64(n) > g.limit {
 			return nil
 		}
 		rec = append(rec, make([]byte, n)...)
@@ -134,7 +143,7 @@ func (g *segment) read(i uint64) ([]byte, error) {
 		return nil, fmt.Errorf("raftlog: read index %d from %s: %w", i, g.path, err)
 	}
 	if _, ok := checkRecord(rec, g.chain(k)); !ok || recordIndex(rec) != i {
-		return nil, fmt.Errorf("raftlog: index %d in %s is damaged", i, g.path)
+		return nil, fmt.Errorf("%w: %s: the record of index %d at offset %d does not read back; %s", ErrDamaged, g.path, i, g.offs[k], rebuild)
 	}
 	return rec, nil
 }
@@ -157,8 +166,9 @@ func (g *segment) zero(from, to int64) error {
 
 // clearPastEnd zeroes what lies past the last valid record, and syncs:
 // the rest of a torn write, records of a chain cut there. Nothing written
-// at the end later can then make them valid again. A segment with only
-// zeros past its end is left as it is.
+// at the end later can then make them valid again, and what is written
+// there later goes over zeros, so that a crash tearing it cannot pass for
+// damage. A segment with only zeros past its end is left as it is.
 func (g *segment) clearPastEnd() error {
 	last, err := g.lastNonZero(g.end())
 	if err != nil || last < 0 {
@@ -167,16 +177,16 @@ func (g *segment) clearPastEnd() error {
 	if err := g.zero(g.end(), last+1); err != nil {
 		return err
 	}
-	return datasync(g.f)
+	return g.f.Datasync()
 }
 
-// lastNonZero is the offset of the segment's last non-zero byte from
-// 'from' on (-1: none).
+// lastNonZero is the offset of the last non-zero byte of the segment's
+// records from 'from' on (-1: none).
 func (g *segment) lastNonZero(from int64) (int64, error) {
 	last := int64(-1)
 	buf := make([]byte, 1<<20)
-	for off := from; off < g.size; off += int64(len(buf)) {
-		n, err := g.f.ReadAt(buf[:min(int64(len(buf)), g.size-off)], off)
+	for off := from; off < g.limit; off += int64(len(buf)) {
+		n, err := g.f.ReadAt(buf[:min(int64(len(buf)), g.limit-off)], off)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
 		}
@@ -196,23 +206,28 @@ func (g *segment) cut(i uint64) {
 	g.offs, g.crcs = g.offs[:k+1], g.crcs[:k]
 }
 
-// makeZeroFile writes a file of size zeros in dir under a temporary name
-// and syncs it.
-func makeZeroFile(dir string, size int64) (string, error) {
-	f, err := os.CreateTemp(dir, "segment-*.tmp")
+// makeZeroFile writes a segment file of size zeros (but for the
+// trailer's format name at its end) in dir under a temporary name and
+// syncs it.
+func makeZeroFile(fs fsys, dir string, size int64) (string, error) {
+	f, err := fs.CreateTemp(dir, "segment-*.tmp")
 	if err != nil {
 		return "", err
 	}
 	zeros := make([]byte, 1<<20)
-	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
-		_, err = f.Write(zeros[:min(int64(len(zeros)), size-off)])
+	body := size - int64(len(trailerMagic))
+	for off := int64(0); off < body && err == nil; off += int64(len(zeros)) {
+		_, err = f.Write(zeros[:min(int64(len(zeros)), body-off)])
 	}
-	return f.Name(), closeSynced(f, err)
+	if err == nil {
+		_, err = f.Write([]byte(trailerMagic))
+	}
+	return f.Name(), closeSynced(fs, f, err)
 }
 
 // closeSynced syncs and closes f after writes that ended with err, and
 // removes it if anything failed.
-func closeSynced(f *os.File, err error) error {
+func closeSynced(fs fsys, f file, err error) error {
 	if err == nil {
 		err = f.Sync()
 	}
@@ -220,7 +235,7 @@ func closeSynced(f *os.File, err error) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		fs.Remove(f.Name())
 	}
 	return err
 }
@@ -231,8 +246,8 @@ func closeSynced(f *os.File, err error) error {
 // removing them leaves no part of the old log behind.
 const clearedFile = "cleared"
 
-func readCleared(dir string) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, clearedFile))
+func readCleared(fs fsys, dir string) (uint64, error) {
+	b, err := fs.ReadFile(filepath.Join(dir, clearedFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -240,46 +255,40 @@ func readCleared(dir string) (uint64, error) {
 		return 0, err
 	}
 	if len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return 0, fmt.Errorf("raftlog: %s is damaged", filepath.Join(dir, clearedFile))
+		return 0, fmt.Errorf("%w: %s does not read back (it was written whole and synced); %s", ErrDamaged, filepath.Join(dir, clearedFile), rebuild)
 	}
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// writeCleared replaces the cleared file durably: a synced temporary
-// file renamed over it, then the directory synced.
-func writeCleared(dir string, seq uint64) error {
-	f, err := os.CreateTemp(dir, "cleared-*.tmp")
+// writeCleared replaces the cleared file durably.
+func writeCleared(fs fsys, dir string, seq uint64) error {
+	b := binary.LittleEndian.AppendUint64(nil, seq)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return writeFileSynced(fs, dir, clearedFile, b)
+}
+
+// writeFileSynced replaces dir's file name with b durably: a synced
+// temporary file renamed over it, then the directory synced.
+func writeFileSynced(fs fsys, dir, name string, b []byte) error {
+	f, err := fs.CreateTemp(dir, name+"-*.tmp")
 	if err != nil {
 		return err
 	}
-	b := binary.LittleEndian.AppendUint64(nil, seq)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	_, err = f.Write(b)
-	if err := closeSynced(f, err); err != nil {
+	if err := closeSynced(fs, f, err); err != nil {
 		return err
 	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, clearedFile)); err != nil {
+	if err := fs.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return SyncDir(dir)
+	return fs.SyncDir(dir)
 }
 
 // removeTemps removes temporary files a crash left behind.
-func removeTemps(dir string) error {
-	temps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+func removeTemps(fs fsys, dir string) error {
+	temps, err := fs.Glob(filepath.Join(dir, "*.tmp"))
 	for _, t := range temps {
-		err = errors.Join(err, os.Remove(t))
+		err = errors.Join(err, fs.Remove(t))
 	}
 	return err
-}
-
-// SyncDir makes the creation, removal or renaming of files in dir
-// durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

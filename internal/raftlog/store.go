@@ -3,10 +3,34 @@
 // newest segment, then a data sync (fdatasync: the data and nothing else
 // is flushed, because segments are filled with zeros before use and never
 // change size), unless the write may defer its sync (Options.DeferSync,
-// see durable.go). Reopened after a crash, a segment ends at its first
-// record that is not whole or not chained to the one before, so a write
-// a crash cut short is dropped; its caller had not been told it was
-// stored.
+// see durable.go).
+//
+// Reopened after a crash, the log must tell a write the crash tore from
+// damage to entries that were on disk: the first is normal after a power
+// cut and is dropped (its caller had not been told it was stored); the
+// second must never be dropped silently, or the node would vote and
+// acknowledge with a log missing entries it had acknowledged (see
+// "Protocol-Aware Recovery for Consensus-Based Storage", FAST '18). A
+// segment's records end at the first that is not whole or not chained to
+// the one before, and that end is checked (damage.go):
+//   - a segment other than the newest was synced whole before the next
+//     was begun, so it must end where the next one starts;
+//   - the newest segment carries a synced-through mark (mark.go), written
+//     after each sync round and taken to disk by the next one, so it
+//     trails by at most a round and costs no sync of its own: a bad
+//     record below it is damage;
+//   - past the mark, structure decides: every region a record is written
+//     to is zeros on disk first (segments are made of synced zeros; a
+//     truncation and the clearing after a torn write zero and sync), and
+//     a crash leaves each 512-byte sector of a write either written or
+//     as it was, so a torn record has a sector of zeros. A record with a
+//     sane size whose every sector holds a non-zero byte, but that does
+//     not check, was not torn: it is damage. Anything else is a torn tail.
+//
+// Damage makes Open fail with an error wrapping ErrDamaged that names the
+// file, the offset and the entries lost; a damaged record read later
+// (GetLog) is an ErrDamaged error too. The store never truncates or zeroes
+// damaged data: the node must be rebuilt from the cluster.
 //
 // Deleting a prefix (compaction after a snapshot) removes whole segments:
 // entries of a segment that also holds newer ones stay readable after a
@@ -41,25 +65,36 @@ type Options struct {
 	DeferSync func(logs []*raft.Log) bool
 	// ObserveSync, if set, is told how long each sync round took.
 	ObserveSync func(time.Duration)
+	// OnFailure, if set, is told once of the failure (of a write, a sync,
+	// a file made or removed) that stopped the store's writes: the store
+	// is then of no more use until the process restarts (failure.go).
+	// It is called from the goroutine that hit the failure, which may
+	// hold the store's locks: it must not call the Store.
+	OnFailure func(error)
 }
 
 // Store is a raft log in segment files in one directory. It implements
 // raft.LogStore and raft.MonotonicLogStore: raft deletes the whole log
 // once it installs a snapshot, so indexes only ever grow by one.
 type Store struct {
-	dir  string
-	opts Options
+	dir     string
+	opts    Options
+	fs      fsys
+	stepped bool // tests: no flusher or spare goroutines; the test runs flush rounds
+	// Set while Open runs: what it did after a failed store, and whether
+	// it is syncing what it found (a failure then is recorded as such).
+	recovery  Recovery
+	resyncing bool
 
 	wmu     sync.Mutex // one writer at a time: StoreLogs, DeleteRange, Close
 	buf     []byte
 	spare   chan spare // the next segment's zero file, being made (nil: none)
 	nextSeq uint64
-	failed  error // a write that left the files in doubt: no more writes
 
 	fmu                  sync.Mutex // one sync round at a time; DeleteRange holds it too
 	kick                 chan struct{}
 	stopFlush, flushDone chan struct{}
-	syncHook             func(*os.File) error // tests: replaces the data sync
+	syncHook             func(file) error // tests: replaces the data sync
 	deferred, syncs      atomic.Uint64
 	dmu                  sync.Mutex // guards dur
 	dur                  durability
@@ -73,6 +108,7 @@ type Store struct {
 
 type spare struct {
 	path string
+	size int64
 	err  error
 }
 
@@ -82,88 +118,131 @@ var (
 )
 
 // Open opens the log in dir, making dir if needed (unless read-only).
-func Open(dir string, opts Options) (*Store, error) {
+func Open(dir string, opts Options) (*Store, error) { return openOn(dir, opts, osFS{}, false) }
+
+// openOn opens the log in dir on fs; stepped stores run no goroutines of
+// their own (the crash tests run the flusher's rounds themselves, so
+// that the order of what the store does is the same on every run).
+func openOn(dir string, opts Options, fs fsys, stepped bool) (*Store, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
 	if !opts.ReadOnly {
-		if err := makeDir(dir); err != nil {
+		if err := makeDir(fs, dir); err != nil {
 			return nil, err
 		}
 	}
-	s := &Store{dir: dir, opts: opts, dur: durability{changed: make(chan struct{})}}
-	if err := s.openSegments(); err != nil {
+	s := &Store{dir: dir, opts: opts, fs: fs, stepped: stepped, dur: durability{changed: make(chan struct{})}}
+	err := s.openSegments()
+	if err == nil {
+		err = s.recoverLog()
+	}
+	if err != nil {
 		s.closeFiles(s.segs)
 		return nil, err
 	}
-	if opts.ReadOnly {
-		return s, nil
+	if !opts.ReadOnly {
+		s.startFlusher()
 	}
-	// What a killed process wrote may still be in the page cache only.
-	s.dirty = append(s.dirty, s.segs...)
-	if err := s.flush(); err != nil {
-		s.closeFiles(s.segs)
-		return nil, err
-	}
-	s.startFlusher()
 	return s, nil
 }
 
+// recoverLog makes the log one the store can go on from. After a store that
+// failed, it drops what that store did not know was on disk. Otherwise it
+// syncs every segment: what a killed process wrote may be in the page
+// cache only, and it is real data the kernel will write, so syncing it
+// makes it durable; this is right only because no sync failed (one that
+// failed would have left the failed file, and the pages may be gone).
+func (s *Store) recoverLog() error {
+	f, err := readFailure(s.fs, s.dir)
+	switch {
+	case err != nil:
+		return err
+	case f != nil:
+		if err := s.recoverFailure(*f); err != nil {
+			return err
+		}
+		s.setDurable(s.last, nil) // nothing is left that was not on disk
+		return nil
+	case s.opts.ReadOnly:
+		return nil
+	}
+	s.setDurable(s.knownDurable(), nil)
+	s.dirty = append(s.dirty, s.segs...)
+	s.resyncing = true
+	defer func() { s.resyncing = false }()
+	return s.flush()
+}
+
 // makeDir makes dir, durably, and removes what a crash left in it.
-func makeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+func makeDir(fs fsys, dir string) error {
+	if err := mkdirAll(fs, dir); err != nil {
 		return err
 	}
-	if err := SyncDir(filepath.Dir(dir)); err != nil {
+	return removeTemps(fs, dir)
+}
+
+// mkdirAll makes dir and the directories above it that are missing, each
+// synced into the one above it. An existing dir's entry is synced too: a
+// crash may have come between its making and that sync.
+func mkdirAll(fs fsys, dir string) error {
+	err := fs.Mkdir(dir, 0o750)
+	if errors.Is(err, os.ErrNotExist) && filepath.Dir(dir) != dir {
+		if err := mkdirAll(fs, filepath.Dir(dir)); err != nil {
+			return err
+		}
+		err = fs.Mkdir(dir, 0o750)
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	return removeTemps(dir)
+	return fs.SyncDir(filepath.Dir(dir))
 }
 
 // openSegments reads the segments of the log, passing over (and, unless
 // read-only, removing) those a deletion of the whole log left.
 func (s *Store) openSegments() error {
-	cleared, err := readCleared(s.dir)
+	cleared, err := readCleared(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
-	ids, err := listSegments(s.dir)
+	ids, err := listSegments(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
 	s.nextSeq = cleared + 1
 	for _, id := range ids {
 		s.nextSeq = max(s.nextSeq, id.seq+1)
-		if id.seq <= cleared {
+		if id.seq <= cleared { // retired: no need to sync its removal
 			if !s.opts.ReadOnly {
-				if err := os.Remove(filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
+				if err := s.fs.Remove(filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		g, err := openSegment(s.dir, id, s.opts.ReadOnly)
+		g, err := openSegment(s.fs, s.dir, id, s.opts.ReadOnly)
 		if err != nil {
 			return err
 		}
 		s.segs = append(s.segs, g)
+	}
+	if err := s.checkEnds(); err != nil {
+		return err
 	}
 	if n := len(s.segs); n > 0 && !s.opts.ReadOnly {
 		if err := s.segs[n-1].clearPastEnd(); err != nil {
 			return fmt.Errorf("raftlog: clear past the end of %s: %w", s.segs[n-1].path, err)
 		}
 	}
-	return s.index()
+	s.index()
+	return nil
 }
 
-// index sets first and last from the segments read, which must follow
-// one another without a gap.
-func (s *Store) index() error {
-	for i, g := range s.segs {
-		if i > 0 && g.base != s.segs[i-1].next() {
-			return fmt.Errorf("raftlog: %s ends at index %d but %s starts at %d: the log is damaged",
-				s.segs[i-1].path, s.segs[i-1].lastIndex(), g.path, g.base)
-		}
+// index sets first and last from the segments read (checkEnds found
+// them following one another without a gap).
+func (s *Store) index() {
+	for _, g := range s.segs {
 		if g.count() > 0 {
 			if s.first == 0 {
 				s.first = g.base
@@ -171,7 +250,6 @@ func (s *Store) index() error {
 			s.last = g.lastIndex()
 		}
 	}
-	return nil
 }
 
 // IsMonotonic tells raft to delete the whole log after installing a
@@ -265,19 +343,11 @@ func (s *Store) writable() error {
 	switch {
 	case s.closed || s.opts.ReadOnly:
 		return errors.New("raftlog: not open for writing")
-	case s.failed != nil:
-		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", s.failed)
 	}
 	if err := s.syncFailure(); err != nil {
 		return fmt.Errorf("raftlog: no writes after an earlier failure (reopen the log): %w", err)
 	}
 	return nil
-}
-
-// fail records a failure that left the files in doubt.
-func (s *Store) fail(err error) error {
-	s.failed = err
-	return err
 }
 
 // follow checks that logs continue the log. An empty log (even one whose
@@ -318,10 +388,17 @@ func (s *Store) segmentFor(logs []*raft.Log) (*segment, error) {
 	for _, l := range logs {
 		need += int64(recordLen(l))
 	}
-	if n := len(s.segs); n > 0 && s.segs[n-1].end()+need <= s.segs[n-1].size {
+	if n := len(s.segs); n > 0 && s.segs[n-1].end()+need <= s.segs[n-1].limit {
 		return s.segs[n-1], nil
 	}
 	return s.roll(logs[0].Index, need)
+}
+
+// segmentFileSize is the size of a new segment file with room for need
+// bytes of records, the zero header after them and the trailer: the
+// configured size, or more, in whole pages.
+func (s *Store) segmentFileSize(need int64) int64 {
+	return (max(s.opts.SegmentSize, need+headerLen+trailerLen) + 4095) &^ 4095
 }
 
 // roll starts a segment at base with room for need bytes, from the spare
@@ -338,7 +415,7 @@ func (s *Store) roll(base uint64, need int64) (*segment, error) {
 			return nil, err
 		}
 	}
-	path, err := s.takeSpare(max(s.opts.SegmentSize, need+headerLen))
+	path, err := s.takeSpare(s.segmentFileSize(need))
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: make a segment: %w", err)
 	}
@@ -349,13 +426,13 @@ func (s *Store) roll(base uint64, need int64) (*segment, error) {
 	}
 	id := segmentID{seq: s.nextSeq, base: base}
 	s.nextSeq++
-	if err := os.Rename(path, filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
+	if err := s.fs.Rename(path, filepath.Join(s.dir, segmentName(id.seq, id.base))); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := SyncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		return nil, s.fail(err)
 	}
-	g, err := openSegment(s.dir, id, false)
+	g, err := openSegment(s.fs, s.dir, id, false)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -372,26 +449,27 @@ func (s *Store) takeSpare(size int64) (string, error) {
 		sp := <-s.spare
 		s.spare = nil
 		if sp.err == nil {
-			if st, err := os.Stat(sp.path); err == nil && st.Size() >= size {
+			if sp.size >= size {
 				return sp.path, nil
 			}
-			os.Remove(sp.path)
+			s.fs.Remove(sp.path)
 		}
 	}
-	return makeZeroFile(s.dir, size)
+	return makeZeroFile(s.fs, s.dir, size)
 }
 
 // startSpare starts making the next segment's zero file unless one is
 // being made or ready.
 func (s *Store) startSpare() {
-	if s.spare != nil {
+	if s.spare != nil || s.stepped {
 		return
 	}
 	ch := make(chan spare, 1)
 	s.spare = ch
+	size := s.segmentFileSize(0)
 	go func() {
-		path, err := makeZeroFile(s.dir, s.opts.SegmentSize)
-		ch <- spare{path, err}
+		path, err := makeZeroFile(s.fs, s.dir, size)
+		ch <- spare{path, size, err}
 	}()
 }
 
@@ -427,7 +505,7 @@ func (s *Store) deleteAll() error {
 	if len(s.segs) == 0 {
 		return nil
 	}
-	if err := writeCleared(s.dir, s.segs[len(s.segs)-1].seq); err != nil {
+	if err := writeCleared(s.fs, s.dir, s.segs[len(s.segs)-1].seq); err != nil {
 		return s.fail(err)
 	}
 	s.mu.Lock()
@@ -469,10 +547,13 @@ func (s *Store) truncate(lo uint64) error {
 		}
 	}
 	g := s.segs[len(s.segs)-1]
+	if err := s.lowerMark(g, lo); err != nil {
+		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
+	}
 	if err := g.zeroFrom(lo); err != nil {
 		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
 	}
-	if err := s.syncFile(g.f); err != nil {
+	if err := s.syncSegment(g); err != nil {
 		return s.fail(fmt.Errorf("raftlog: truncate %s: %w", g.path, err))
 	}
 	s.mu.Lock()
@@ -480,6 +561,21 @@ func (s *Store) truncate(lo uint64) error {
 	s.mu.Unlock()
 	s.setDurable(lo-1, nil)
 	return nil
+}
+
+// lowerMark makes g's synced-through mark say, durably, no more than
+// that its records before index lo are on disk, before they are zeroed
+// from lo: a crash while zeroing them must not leave the mark over
+// records meant to go, which would read as damage.
+func (s *Store) lowerMark(g *segment, lo uint64) error {
+	off := g.offs[lo-g.base]
+	if g.mark.end <= off {
+		return nil
+	}
+	if err := g.writeMark(off, lo-1); err != nil {
+		return err
+	}
+	return s.syncSegment(g)
 }
 
 // removeNewest removes the newest segment, which holds nothing the log
@@ -502,11 +598,11 @@ func (s *Store) remove(segs []*segment) error {
 		g.f.Close()
 	}
 	for _, g := range segs {
-		if err := os.Remove(g.path); err != nil {
+		if err := s.fs.Remove(g.path); err != nil {
 			return s.fail(fmt.Errorf("raftlog: remove segment: %w", err))
 		}
 	}
-	if err := SyncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		return s.fail(err)
 	}
 	return nil
@@ -519,7 +615,7 @@ func (s *Store) Close() error {
 	ferr := s.stopFlusher()
 	if s.spare != nil {
 		if sp := <-s.spare; sp.err == nil {
-			os.Remove(sp.path)
+			s.fs.Remove(sp.path)
 		}
 		s.spare = nil
 	}

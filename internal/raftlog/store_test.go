@@ -97,7 +97,7 @@ func reopen(t *testing.T, s *Store, size int64) *Store {
 // segments returns the bases of dir's segment files, oldest first.
 func segments(t *testing.T, dir string) []uint64 {
 	t.Helper()
-	ids, err := listSegments(dir)
+	ids, err := listSegments(osFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,53 +177,57 @@ func TestTruncateToASegmentsStart(t *testing.T) {
 	expect(t, reopen(t, s, 4096), 1, cut+4, nil)
 }
 
+// TestACutWriteIsDroppedOnReopen: a write a crash cut short (its first
+// sectors on disk, the rest still zeros) is dropped, and the entry can be
+// written again.
 func TestACutWriteIsDroppedOnReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 1<<20)
 	store(t, s, 1, 20)
 	g := s.segs[0]
-	end := g.end()
-	var rec []byte
-	rec, _ = appendRecord(rec, entry(21), g.tail())
-	if _, err := g.f.WriteAt(rec[:len(rec)-3], end); err != nil { // a write cut short
-		t.Fatal(err)
-	}
+	big := bigEntries(21, 21)
+	rec, _ := records(g, big)
+	cut := (g.end()/sectorSize + 1) * sectorSize // the record's first sector only
+	writeTorn(t, g, rec, g.end(), func(sector int64) bool { return sector < cut/sectorSize })
 	s = reopen(t, s, 1<<20)
 	expect(t, s, 1, 20, nil)
+	if err := s.StoreLogs(big); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, reopen(t, s, 1<<20), 1, 21, map[uint64]*raft.Log{21: big[0]})
+}
 
-	// A batch whose first record did not reach the disk, its others did.
-	g = s.segs[0]
-	var batch []byte
-	tail := g.tail()
-	for _, l := range entries(21, 23) {
-		batch, tail = appendRecord(batch, l, tail)
+// bigEntries are entries of 600 bytes of data, more than a sector.
+func bigEntries(from, to uint64) []*raft.Log {
+	var ls []*raft.Log
+	for i := from; i <= to; i++ {
+		ls = append(ls, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(i)}, 600)})
 	}
-	batch[headerLen+20] ^= 0xff
-	if _, err := g.f.WriteAt(batch, g.end()); err != nil {
-		t.Fatal(err)
-	}
-	s = reopen(t, s, 1<<20)
-	expect(t, s, 1, 20, nil)
-	store(t, s, 21, 30)
-	expect(t, reopen(t, s, 1<<20), 1, 30, nil)
+	return ls
 }
 
 // TestRecordsPastTheEndStayDropped: a log whose newest segment stops at
-// a torn record (records after it on disk, as pages of one write may
+// a torn record (records after it on disk, as sectors of one write may
 // persist out of order) ends there after a restart, and what lies past
 // that end is zeroed then: writing the torn entry again must not make the
 // old records after it valid again.
 func TestRecordsPastTheEndStayDropped(t *testing.T) {
 	s := open(t, t.TempDir(), 1<<20)
-	store(t, s, 1, 10)
+	store(t, s, 1, 5)
 	g := s.segs[0]
-	if _, err := g.f.WriteAt([]byte{0, 0, 0, 0}, g.offs[5]+4); err != nil { // index 6's size: torn
-		t.Fatal(err)
+	big := bigEntries(6, 10)
+	recs, offs := records(g, big)
+	lost := g.end() / sectorSize // entry 6's first sector; 7-10 start after it
+	if offs[1]/sectorSize == lost {
+		t.Fatal("entry 7 starts in entry 6's first sector")
 	}
+	writeTorn(t, g, recs, g.end(), func(sector int64) bool { return sector != lost })
 	s = reopen(t, s, 1<<20)
 	expect(t, s, 1, 5, nil)
-	store(t, s, 6, 6) // the same entry again
-	expect(t, reopen(t, s, 1<<20), 1, 6, nil)
+	if err := s.StoreLogs(big[:1]); err != nil { // the same entry again
+		t.Fatal(err)
+	}
+	expect(t, reopen(t, s, 1<<20), 1, 6, map[uint64]*raft.Log{6: big[0]})
 }
 
 func TestADamagedRecordIsAnErrorWhenRead(t *testing.T) {
@@ -233,8 +237,8 @@ func TestADamagedRecordIsAnErrorWhenRead(t *testing.T) {
 	if _, err := g.f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, g.offs[9]+headerLen+25); err != nil { // index 10's data length
 		t.Fatal(err)
 	}
-	if err := s.GetLog(10, &raft.Log{}); err == nil || errors.Is(err, raft.ErrLogNotFound) {
-		t.Fatalf("a damaged entry read back: %v", err)
+	if err := s.GetLog(10, &raft.Log{}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a damaged entry read back: %v, not ErrDamaged", err)
 	}
 	for _, i := range []uint64{9, 11} { // the others read well
 		if err := s.GetLog(i, &raft.Log{}); err != nil {
@@ -248,7 +252,7 @@ func TestADamagedSegmentBeforeTheNewestIsAnError(t *testing.T) {
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 150)
 	s.Close()
-	ids, _ := listSegments(dir)
+	ids, _ := listSegments(osFS{}, dir)
 	path := filepath.Join(dir, segmentName(ids[0].seq, ids[0].base))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -258,8 +262,8 @@ func TestADamagedSegmentBeforeTheNewestIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := Open(dir, Options{SegmentSize: 4096}); err == nil {
-		t.Fatal("a log with a damaged middle opened")
+	if _, err := Open(dir, Options{SegmentSize: 4096}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a log with a damaged middle opened, or failed otherwise: %v", err)
 	}
 }
 
@@ -289,7 +293,7 @@ func TestDeleteAllThenStoreAfterAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, s, 0, 0, nil)
-	if cleared, err := readCleared(dir); err != nil || cleared != newest {
+	if cleared, err := readCleared(osFS{}, dir); err != nil || cleared != newest {
 		t.Fatalf("cleared file holds %d (%v), want the newest segment %d", cleared, err, newest)
 	}
 	if got := segments(t, dir); len(got) != 0 {
@@ -323,7 +327,7 @@ func TestDeletingTheLogSurvivesACrash(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 150)
-	if err := writeCleared(dir, s.segs[len(s.segs)-1].seq); err != nil { // then the crash
+	if err := writeCleared(osFS{}, dir, s.segs[len(s.segs)-1].seq); err != nil { // then the crash
 		t.Fatal(err)
 	}
 	s = reopen(t, s, 4096)
@@ -353,8 +357,8 @@ func TestReadOnlyOpenChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, 4096)
 	storeTens(t, s, 1, 100)
-	ids, _ := listSegments(dir)
-	if err := writeCleared(dir, ids[0].seq); err != nil { // as if a deletion had not removed the oldest
+	ids, _ := listSegments(osFS{}, dir)
+	if err := writeCleared(osFS{}, dir, ids[0].seq); err != nil { // as if a deletion had not removed the oldest
 		t.Fatal(err)
 	}
 	s.Close()
@@ -473,7 +477,7 @@ func TestAFailedWriteStopsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.f = f // the file works again
+	g.f = osFile{f} // the file works again
 	if err := s.StoreLogs(entries(11, 12)); err == nil || !strings.Contains(err.Error(), "earlier failure") {
 		t.Fatalf("a write after a failed one: %v", err)
 	}
@@ -481,7 +485,10 @@ func TestAFailedWriteStopsWrites(t *testing.T) {
 		t.Fatal("a truncation after a failed write succeeded")
 	}
 	expect(t, s, 1, 10, nil)
-	s = reopen(t, s, 4096)
+	if err := s.Close(); err == nil {
+		t.Fatal("a store that failed closed without telling")
+	}
+	s = open(t, dir, 4096)
 	expect(t, s, 1, 10, nil)
 	store(t, s, 11, 12)
 	expect(t, reopen(t, s, 4096), 1, 12, nil)
