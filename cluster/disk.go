@@ -84,7 +84,12 @@ func (d *disk) noteWriteError(err error) (halt bool) {
 		d.full.Store(true)
 		return false
 	}
-	first := false
+	return d.fail(err)
+}
+
+// fail records that the disk failed; it reports whether this was the
+// first failure.
+func (d *disk) fail(err error) (first bool) {
 	d.once.Do(func() {
 		d.failure.Store(&err)
 		close(d.failedCh)
@@ -131,6 +136,21 @@ func (n *Node) diskWriteFailed(what string, err error) {
 		}
 		return
 	}
+	n.halt(what, err)
+}
+
+// logStoreFailed is told by the segment log that it stopped after a
+// failed write or sync (its flusher's, say): whatever the error, the
+// store takes no more writes, so the node halts. The store may hold its
+// locks: nothing here calls it.
+func (n *Node) logStoreFailed(err error) {
+	if n.disk.fail(err) {
+		go n.halt("raft log", err)
+	}
+}
+
+// halt logs why the node stops and leaves raft at once.
+func (n *Node) halt(what string, err error) {
 	n.log.Error("halting: the disk failed a raft write, and retrying after a failed write or sync is not safe; "+
 		"nothing more will be acknowledged by this node. Check the disk, then restart the node: it re-reads and "+
 		"re-verifies its data directory (docs/operations.md#a-disk-that-fails)", "write", what, "err", err, "data_dir", n.cfg.DataDir)

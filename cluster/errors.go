@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/raftcat/raftcat/clusterapi"
+import (
+	"github.com/raftcat/raftcat/clusterapi"
+	"github.com/raftcat/raftcat/internal/raftlog"
+)
 
 // Errors of the data path; they are clusterapi's (see there), so the HTTP
 // layer matches them without depending on this package.
@@ -14,3 +17,7 @@ var (
 
 	ErrInsufficientStorage = clusterapi.ErrInsufficientStorage
 )
+
+// ErrLogDamaged means the raft log holds damaged records (a node will not
+// start on it; see raftlog.ErrDamaged).
+var ErrLogDamaged = raftlog.ErrDamaged

@@ -106,12 +106,16 @@ func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, err
 		n.wal = w
 		return w, nil
 	case LogStoreSegments:
-		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{DeferSync: n.deferLogSync,
+		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{DeferSync: n.deferLogSync, OnFailure: n.logStoreFailed,
 			ObserveSync: func(d time.Duration) { n.metrics.logSync.Observe(d.Seconds()); n.latency.observe(d) }})
 		if err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w", segmentsDir(raftDir), err)
 		}
 		n.segments = s
+		if r := s.Recovered(); r.Reason != "" {
+			n.log.Warn("the raft log stopped after a failed write or sync before this start: entries never known to be on disk "+
+				"were dropped; the leader sends them again", "failure", r.Reason, "dropped_after_index", r.DroppedAfter, "dropped", r.Dropped)
+		}
 		return s, nil
 	}
 	return n.store, nil

@@ -321,7 +321,9 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 var errHaltedLogged = errors.New("halted")
 
 // damagedData tells an error about data the disk gave back changed.
-func damagedData(err error) bool { return errors.Is(err, cluster.ErrStableDamaged) }
+func damagedData(err error) bool {
+	return errors.Is(err, cluster.ErrStableDamaged) || errors.Is(err, cluster.ErrLogDamaged)
+}
 
 // errDiskFailedLogged ends a node whose disk failed a write or a sync; the
 // failure was logged where it happened.
