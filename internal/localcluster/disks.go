@@ -132,3 +132,20 @@ func (c *Cluster) RestartAlone(i int) error {
 	nd.args = full
 	return err
 }
+
+// DiskUsage is the bytes node i's data directory holds: the sum of its
+// files' sizes, as a fault filesystem's NoSpace Limit counts them.
+func (c *Cluster) DiskUsage(i int) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(c.nodes[i].dataDir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			total += info.Size()
+		}
+		return err
+	})
+	return total, err
+}

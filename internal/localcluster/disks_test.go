@@ -275,3 +275,82 @@ func TestAFailedSyncHaltsTheNodeWhileTheClusterServes(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged, the leader halted, and the restarted node holds them all", len(acked))
 }
+
+// A cluster whose disks are full refuses writes in every protocol's own
+// error envelope with 507 and Retry-After, changes nothing, keeps serving
+// reads, and takes writes again once space is freed.
+func TestAFullDiskRefusesWritesInEveryProtocol(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildRaftcat(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	token := NewToken()
+	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
+		FaultFS: true, FaultSeed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	dumpLogsOnFailure(t, filepath.Join(dir, "cluster"), cl.Names())
+	u := cl.URLs()[0]
+	if !createCatalog(cl, token, []int{0}, "before") {
+		t.Fatal("a write before the disks filled was refused")
+	}
+	for i := range cl.URLs() {
+		used, err := cl.DiskUsage(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.Disk(i).Inject(faultfs.Fault{Kind: faultfs.NoSpace, Limit: used + 1<<20})
+	}
+	probe := 0
+	eventually(t, 30*time.Second, "the leader seeing its disk full", func() bool {
+		probe++
+		code, err := call(cl, token, http.MethodPost, u+"/api/2.1/unity-catalog/catalogs", map[string]any{"name": fmt.Sprintf("probe%d", probe)}, nil)
+		return err == nil && code == http.StatusInsufficientStorage
+	})
+	writes := []struct {
+		name, path string
+		body       any
+		envelope   string // a key the protocol's error body has
+	}{
+		{"UC REST", "/api/2.1/unity-catalog/catalogs", map[string]any{"name": "refused"}, "error_code"},
+		{"Delta API", "/api/2.1/unity-catalog/delta/v1/catalogs/unity/schemas/default/staging-tables", map[string]any{"name": "refused"}, "error"},
+		{"Iceberg REST", "/api/2.1/unity-catalog/iceberg/v1/unity/namespaces", map[string]any{"namespace": []string{"refused"}}, "error"},
+		{"Lance", "/lance/v1/namespace/unity%24refused/create?delimiter=%24", map[string]any{}, "error"},
+	}
+	for _, w := range writes {
+		var out map[string]any
+		code, err := call(cl, token, http.MethodPost, u+w.path, w.body, &out)
+		if err != nil || code != http.StatusInsufficientStorage {
+			t.Fatalf("%s on a full disk: %d %v, want 507", w.name, code, err)
+		}
+		if _, ok := out[w.envelope]; !ok {
+			t.Fatalf("%s: 507 without its error envelope (%q): %v", w.name, w.envelope, out)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, u+"/api/2.1/unity-catalog/catalogs", strings.NewReader(`{"name":"refused"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: cl.Transport()}).Do(req)
+	if err != nil || resp.StatusCode != http.StatusInsufficientStorage || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a refused write: %v %v, want 507 with Retry-After", resp, err)
+	}
+	resp.Body.Close()
+	if code, err := call(cl, token, http.MethodGet, u+"/api/2.1/unity-catalog/catalogs/refused", nil, nil); err != nil || code != http.StatusNotFound {
+		t.Fatalf("a refused write left a catalog behind: %d %v", code, err)
+	}
+	if code, err := call(cl, token, http.MethodGet, u+"/api/2.1/unity-catalog/catalogs/before", nil, nil); err != nil || code != http.StatusOK {
+		t.Fatalf("a read on a full disk: %d %v", code, err)
+	}
+	for i := range cl.URLs() {
+		cl.Disk(i).Clear()
+	}
+	eventually(t, 30*time.Second, "writes taken again once space was freed", func() bool {
+		return createCatalog(cl, token, []int{0, 1, 2}, "after")
+	})
+	for i := range cl.URLs() {
+		if !cl.Running(i) {
+			t.Fatalf("%s stopped on a full disk", cl.Names()[i])
+		}
+	}
+}
