@@ -32,6 +32,10 @@ func (n *Node) propose(cmd fsm.Command) (fsm.Result, uint64, error) {
 		// Nothing proposed now would be applied here.
 		return fsm.Result{}, 0, fmt.Errorf("%w: this node halted on log entry %d, which it cannot apply", ErrShutdown, h.Index)
 	}
+	if err := n.disk.failed(); err != nil {
+		// The node left raft; a proposal now could wait on it forever.
+		return fsm.Result{}, 0, fmt.Errorf("%w: this node halted because its disk failed: %v", ErrShutdown, err)
+	}
 	_, isInit := cmd.(*fsm.Init)
 	if err := n.disk.refuseWrite(); err != nil && !isInit {
 		return fsm.Result{}, 0, err
