@@ -110,6 +110,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	if err := resolveAuth(&cfg); err != nil {
 		return Summary{}, err
 	}
+	// The nodes' warehouse is file://OUT/warehouse, which must be absolute.
+	out, err := filepath.Abs(cfg.Out)
+	if err != nil {
+		return Summary{}, err
+	}
+	cfg.Out = out
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
 	}
