@@ -198,6 +198,9 @@ func (op *Op) settle(status int, err error) string {
 	switch {
 	case err != nil || status >= 500:
 		op.Outcome = OutcomeUnknown
+		if err == nil {
+			op.Answer = status
+		}
 	case status == http.StatusOK:
 		op.Outcome, op.Status = OutcomeOK, status
 	default:
