@@ -52,7 +52,7 @@ func StartLocal(ctx context.Context, cfg Config, lab *netLab, adminToken string,
 	}
 	if lab != nil {
 		o.Hosts = lab.ips
-		o.Wrap = func(i int) []string { return []string{"ip", "netns", "exec", lab.ns[i]} }
+		o.Wrap = lab.nodeCommand
 	}
 	cl, err := localcluster.Start(ctx, o)
 	if err != nil {

@@ -315,24 +315,18 @@ func resolveAuth(cfg *Config) error {
 // returns what fault kinds could not be injected and how to stop it, and
 // settles cfg.DiskFaults.
 func openTarget(ctx context.Context, cfg *Config, log io.Writer) (target, string, func(), error) {
-	disks, whyNot := diskFaults(*cfg)
-	cfg.DiskFaults = disks
-	if disks {
-		fmt.Fprintln(log, "chaos: disk faults on: every node's data directory is a fault filesystem (power cuts, failing syncs and reads, a full, slow or rotting disk)")
-	} else {
-		fmt.Fprintf(log, "chaos: disk faults off: %s\n", whyNot)
-		whyNot = "disk faults: " + whyNot
-	}
 	if cfg.Compose {
+		whyNot := noteDisks(cfg, nil, log)
 		c, err := OpenCompose(ctx, cfg.Nodes, cfg.CAFile)
 		return c, "latency and minority splits: not injected into the compose cluster; " + whyNot, func() {}, err
 	}
 	lab, missing := openNetLab(*cfg, log)
+	whyNot := noteDisks(cfg, lab, log)
 	adminToken := ""
 	if cfg.Auth == AuthToken {
 		adminToken = cfg.Token
 	}
-	cl, err := StartLocal(ctx, *cfg, lab, adminToken, disks)
+	cl, err := StartLocal(ctx, *cfg, lab, adminToken, cfg.DiskFaults)
 	if cl != nil {
 		setTLS(cl.ClientTLS())
 	}
@@ -349,6 +343,19 @@ func openTarget(ctx context.Context, cfg *Config, log io.Writer) (target, string
 		return nil, "", nil, err
 	}
 	return cl, joinNotes(missing, whyNot), stop, nil
+}
+
+// noteDisks settles cfg.DiskFaults, says so in the drill's first lines,
+// and returns why disk faults cannot be injected ("" when they can).
+func noteDisks(cfg *Config, lab *netLab, log io.Writer) string {
+	disks, whyNot := diskFaults(*cfg, lab)
+	cfg.DiskFaults = disks
+	if disks {
+		fmt.Fprintln(log, "chaos: disk faults on: every node's data directory is a fault filesystem (power cuts, failing syncs and reads, a full, slow or rotting disk)")
+		return ""
+	}
+	fmt.Fprintf(log, "chaos: disk faults off: %s\n", whyNot)
+	return "disk faults: " + whyNot
 }
 
 // openNetLab makes the network namespaces when cfg asks for them, and
@@ -371,7 +378,7 @@ func openNetLab(cfg Config, log io.Writer) (*netLab, string) {
 
 // diskFaults decides whether the data directories go on fault
 // filesystems, and says why not when they do not.
-func diskFaults(cfg Config) (bool, string) {
+func diskFaults(cfg Config, lab *netLab) (bool, string) {
 	usable := DiskFaultsUsable()
 	switch {
 	case cfg.Compose:
@@ -382,6 +389,8 @@ func diskFaults(cfg Config) (bool, string) {
 		return false, "fault filesystems cannot be mounted here (" + usable.Error() + ")"
 	case len(cfg.Faults) > 0 && !slices.ContainsFunc(cfg.Faults, isDiskKind):
 		return false, "none of --faults needs them"
+	case lab != nil && !lab.nsenter:
+		return false, "nodes in network namespaces need nsenter to share this mount namespace (ip netns exec would keep every disk mounted in each node's own)"
 	}
 	return true, ""
 }
