@@ -66,11 +66,11 @@ func sumCuts(reps []faultfs.CutReport) *CutSummary {
 }
 
 func (s *CutSummary) String() string {
-	out := fmt.Sprintf("%s pages dropped", thousands(s.PagesDropped))
+	out := count(int64(s.PagesDropped), "page", "pages") + " dropped"
 	if s.PagesKept > 0 {
 		out += fmt.Sprintf(", %s kept", thousands(s.PagesKept))
 	}
-	return out + fmt.Sprintf(", %d entries reverted", s.EntriesReverted)
+	return out + ", " + count(int64(s.EntriesReverted), "entry", "entries") + " reverted"
 }
 
 // thousands spells n with thousands separators, as reports do.

@@ -57,7 +57,7 @@ func TestReportListsFaultsWithTheirOutcomes(t *testing.T) {
 	four := 4
 	sum := Summary{Result: Check(ops, 0), Faults: []Fault{
 		{Kind: "fsync-eio", Target: "node2", StartNs: 100, EndNs: 900, ExitStatus: &four,
-			Outcome: "halted, exit 4 (3 syncs failed); power cut: 1 pages dropped, 2 entries reverted; restarted"},
+			Outcome: "halted, exit 4 (3 syncs failed); power cut: 1 page dropped, 2 entries reverted; restarted"},
 		{Kind: "bitrot", Target: "node3", Leader: true, StartNs: 200, EndNs: 800, Detail: "16 bytes at offset 40 of raft/segments/x.seg"}}}
 	var buf bytes.Buffer
 	if err := WriteReport(&buf, ops, sum); err != nil {
@@ -139,6 +139,17 @@ func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 4096: "4,096", 1234567: "1,234,567", -4096: "-4,096"} {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestCutSummarySaysWhatWasDropped(t *testing.T) {
+	for s, want := range map[CutSummary]string{
+		{PagesDropped: 1, EntriesReverted: 1}:                  "1 page dropped, 1 entry reverted",
+		{PagesDropped: 4096, PagesKept: 3, EntriesReverted: 0}: "4,096 pages dropped, 3 kept, 0 entries reverted",
+	} {
+		if got := s.String(); got != want {
+			t.Errorf("%+v: %q, want %q", s, got, want)
 		}
 	}
 }
