@@ -198,3 +198,40 @@ func TestManyUnknownOutcomesAreDecided(t *testing.T) {
 		t.Fatalf("a load missing an acknowledged commit: linearizability %q, want illegal", res.LinearizabilityOK)
 	}
 }
+
+// outage is a history of two clients that retry the commit of version 2
+// through a long outage, each retry of unknown outcome, until one is
+// acknowledged and the other refused; loads see only version 1 meanwhile.
+func outage(retries int) h {
+	ops := h{commit(0, "t", 1, "a1", 0, 1, OutcomeOK, 200)}
+	for k := int64(0); k < int64(retries); k++ {
+		at := 10 + 10*k
+		ops = append(ops, commit(0, "t", 2, "a2", at, at+2, OutcomeUnknown, 0),
+			commit(1, "t", 2, "b2", at+1, at+3, OutcomeUnknown, 0),
+			load(2, "t", 1, at+4, at+5))
+	}
+	end := 10 + 10*int64(retries)
+	return append(ops, commit(0, "t", 2, "a2", end, end+1, OutcomeOK, 200),
+		commit(1, "t", 2, "b2", end+2, end+3, OutcomeFail, 409),
+		load(2, "t", 2, end+4, end+5), final("t", 2, map[int64]string{2: "a2"}))
+}
+
+// The identical retries of an unknown commit are stood for by the first:
+// a long outage's retries leave porcupine two operations to place, not
+// eighty, and the history is decided linearizable.
+func TestCheckStandsForRetriesByTheFirst(t *testing.T) {
+	ops := outage(40)
+	if n, want := len(operations(ops)), len(ops)-1-2*39; n != want {
+		t.Errorf("%d porcupine operations, want %d", n, want)
+	}
+	if res := Check(ops, time.Minute); !res.OK() || res.LinearizabilityOK != "ok" {
+		t.Fatalf("outage history: %+v", res)
+	}
+	// Retrying the same commit is no licence to apply it twice, nor to
+	// lose it: the checks still see through the retries.
+	lost := outage(40)
+	lost[len(lost)-1] = final("t", 1, nil)
+	if res := Check(lost, time.Minute); res.OK() {
+		t.Fatalf("a lost acknowledged commit after an outage passed: %+v", res)
+	}
+}

@@ -79,8 +79,8 @@ func (c *ComposeCluster) Digests() ([]string, error)          { return digests(c
 func (c *ComposeCluster) WaitReady(ctx context.Context) error { return waitReady(ctx, c.urls) }
 func (c *ComposeCluster) FaultKinds() []string                { return []string{"kill", "pause", "partition"} }
 
-func (c *ComposeCluster) inject(kind string, i int, _ *rand.Rand) (func() error, error) {
-	ct := c.containers[i]
+func (c *ComposeCluster) inject(f *Fault, i int, _ *rand.Rand) (func() error, error) {
+	ct, kind := c.containers[i], f.Kind
 	do := func(args ...string) func() error {
 		return func() error { _, err := docker(args...); return err }
 	}

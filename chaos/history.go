@@ -51,6 +51,9 @@ type Op struct {
 	CompleteNs int64  `json:"complete_ns"`
 	Outcome    string `json:"outcome"`
 	Status     int    `json:"status,omitempty"` // HTTP status of a definite answer
+	// Answer is the HTTP status of an answer that left the outcome
+	// unknown (a 5xx: 503 without a leader, 507 on a full disk).
+	Answer int `json:"answer,omitempty"`
 
 	// commit. An Iceberg commit's version is its snapshot's sequence
 	// number, its file name the snapshot id, and Base the snapshot id it

@@ -174,12 +174,15 @@ var tableModel = porcupine.Model{
 // operations converts a history into porcupine operations. Final loads
 // are checked separately and loads that failed are left out (each would
 // stay pending, multiplying the search for nothing); unknown outcomes
-// return at infinity, unless a settling retry bounds them (see settledBy).
+// return at infinity, unless a settling retry bounds them (see settledBy);
+// an unknown commit's identical retries of unknown outcome are stood for
+// by the first (see repeats).
 func operations(ops []Op) []porcupine.Operation {
 	settled := settledBy(ops)
+	repeated := repeats(ops, settled)
 	out := make([]porcupine.Operation, 0, len(ops))
 	for i, op := range ops {
-		if op.Final || (op.Op == OpLoad && op.Outcome != OutcomeOK) {
+		if op.Final || (op.Op == OpLoad && op.Outcome != OutcomeOK) || repeated[i] {
 			continue // a load that observed nothing constrains nothing
 		}
 		ret := op.CompleteNs
@@ -187,6 +190,33 @@ func operations(ops []Op) []porcupine.Operation {
 			ret = settled[i]
 		}
 		out = append(out, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.InvokeNs, Output: op.Outcome, Return: ret})
+	}
+	return out
+}
+
+// repeats marks each commit of unknown outcome that repeats an earlier
+// one of unknown outcome byte for byte (same client, table, version, file
+// and base) and is settled at the same time. Of such identical commits at
+// most one can apply (a Delta replay changes nothing; an Iceberg commit or
+// a transaction asserts a base the first to apply moves on), at any time
+// from the first one's invocation to the settling answer: the first one
+// alone stands for exactly that. The repeats add no behaviour, only
+// orderings among themselves, which make porcupine's search grow
+// exponentially with the retries of a long outage (every node's power
+// cut, say).
+func repeats(ops []Op, settled []int64) map[int]bool {
+	type key struct {
+		client             int
+		table, file, base  string
+		version, settledAt int64
+	}
+	seen, out := map[key]bool{}, map[int]bool{}
+	for i, op := range ops {
+		if op.Op != OpCommit || op.Final || op.Outcome != OutcomeUnknown {
+			continue
+		}
+		k := key{op.Client, op.Table, op.FileName, op.Base, op.Version, settled[i]}
+		out[i], seen[k] = seen[k], true
 	}
 	return out
 }

@@ -19,6 +19,25 @@ type netLab struct {
 	ips    []string // node addresses
 	hostIP string   // the client side's address on the bridge
 	netem  bool     // the kernel has the netem qdisc (added latency)
+	// nsenter runs the nodes: it enters a network namespace only (see
+	// nodeCommand).
+	nsenter bool
+}
+
+// netnsDir is where `ip netns add` names the namespaces it makes.
+const netnsDir = "/run/netns"
+
+// nodeCommand is the command prefix that runs node i in its network
+// namespace. nsenter enters the network namespace only. `ip netns exec`
+// also gives the node a mount namespace of its own, a copy of this one:
+// there every other node's fault filesystem would stay mounted (mounts
+// here are private), so that a power cut, which unmounts a node's disk,
+// would wait for ever.
+func (l *netLab) nodeCommand(i int) []string {
+	if l.nsenter {
+		return []string{"nsenter", "--net=" + netnsDir + "/" + l.ns[i], "--"}
+	}
+	return []string{"ip", "netns", "exec", l.ns[i]}
 }
 
 func run(args ...string) error {
@@ -65,6 +84,8 @@ func newNetLab(n int) (*netLab, error) {
 			return nil, err
 		}
 	}
+	_, err := exec.LookPath("nsenter")
+	l.nsenter = err == nil
 	if l.delay(0, 1) == nil {
 		l.netem = true
 		l.heal(0)

@@ -37,6 +37,7 @@ func WriteReport(w io.Writer, ops []Op, sum Summary) error {
 	writeViolations(w, ops, sum.Result)
 	fmt.Fprint(w, "<h2>Faults and commit latency</h2>")
 	writeTimeline(w, ops, sum.Faults, offending(sum.Result), end)
+	writeFaults(w, sum.Faults)
 	fmt.Fprintf(w, "<h2>History (porcupine: %s)</h2>", note)
 	fmt.Fprintf(w, `<iframe style="width:100%%;height:80vh;border:1px solid #ccc" srcdoc="%s"></iframe>`, html.EscapeString(vis))
 	_, err = fmt.Fprint(w, "</body></html>\n")
@@ -227,12 +228,8 @@ func writeTimeline(w io.Writer, ops []Op, faults []Fault, marked map[int]bool, e
 	y := func(ms float64) float64 { return height - (height-top)*math.Log10(ms+1)/logMax }
 	fmt.Fprintf(w, `<svg width="%.0f" height="%.0f" style="border:1px solid #ccc">`, width, height+20)
 	for _, f := range faults {
-		color := "#fdd"
-		if f.Kind == "pause" {
-			color = "#ffd"
-		}
-		fmt.Fprintf(w, `<rect x="%.1f" y="0" width="%.1f" height="%.0f" fill="%s"><title>%s %s (leader %v)</title></rect>`,
-			x(f.StartNs), x(f.EndNs)-x(f.StartNs), height, color, f.Kind, f.Target, f.Leader)
+		fmt.Fprintf(w, `<rect x="%.1f" y="0" width="%.1f" height="%.0f" fill="%s"><title>%s</title></rect>`,
+			x(f.StartNs), x(f.EndNs)-x(f.StartNs), height, faultColor(f.Kind), html.EscapeString(faultTitle(f)))
 		fmt.Fprintf(w, `<text x="%.1f" y="14" font-size="11">%s %s</text>`, x(f.StartNs)+2, f.Kind, f.Target)
 	}
 	for _, op := range ops {
@@ -276,4 +273,55 @@ func firstPerTable(ops []Op, n int) []Op {
 		}
 	}
 	return out
+}
+
+// faultColor tells the kinds of faults apart on the timeline: a pause,
+// a power cut, a failing disk, the others (kills and network faults).
+func faultColor(kind string) string {
+	switch kind {
+	case "pause":
+		return "#ffd"
+	case "power-cut", "power-cut-all", "torn":
+		return "#fcb"
+	}
+	if isDiskKind(kind) {
+		return "#dde8ff"
+	}
+	return "#fdd"
+}
+
+// faultTitle is a fault's hover text: kind, target and what the node did.
+func faultTitle(f Fault) string {
+	t := fmt.Sprintf("%s %s (leader %v)", f.Kind, f.Target, f.Leader)
+	if f.Detail != "" {
+		t += ", " + f.Detail
+	}
+	if f.Outcome != "" {
+		t += ": " + f.Outcome
+	}
+	return t
+}
+
+// writeFaults lists the faults under the timeline: what was done, to
+// whom, and what the node did.
+func writeFaults(w io.Writer, faults []Fault) {
+	if len(faults) == 0 {
+		return
+	}
+	fmt.Fprint(w, `<table class="ops" id="faults"><tr><th>#</th><th>kind</th><th>target</th><th>from</th><th>to</th>`+
+		`<th>detail</th><th>outcome</th><th>exit status</th><th>commits acknowledged</th><th>recovered in</th></tr>`)
+	for i, f := range faults {
+		target := f.Target
+		if f.Leader {
+			target += " (leader)"
+		}
+		exit := ""
+		if f.ExitStatus != nil {
+			exit = fmt.Sprint(*f.ExitStatus)
+		}
+		fmt.Fprintf(w, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d ms</td></tr>",
+			i+1, html.EscapeString(f.Kind), html.EscapeString(target), fmtNs(f.StartNs), fmtNs(f.EndNs),
+			html.EscapeString(f.Detail), html.EscapeString(f.Outcome), exit, f.Acknowledged, f.RecoveryMs)
+	}
+	fmt.Fprint(w, "</table>")
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,18 @@ type Config struct {
 	// Auth "token"), TLS on the client port, mutual TLS between nodes and
 	// encrypted gossip; the drill's requests trust the cluster's CA.
 	Secure bool
+	// DiskFaults puts every node's data directory on a fault filesystem
+	// (internal/faultfs), which adds the disk fault kinds (DiskFaultKinds):
+	// power cuts, failing syncs and reads, a full, slow or rotting disk.
+	// The directories stay on the plain disk when Faults names none of
+	// those kinds.
+	DiskFaults bool
+	// LogStore is every node's --raft-log-store: segments, boltdb or wal
+	// ("": the node's default).
+	LogStore string
+	// Aim is whom the faults of one node hit: "leader" (the leader when
+	// there is one), "follower", or "" (either, as the seed picks).
+	Aim string
 }
 
 // AuthToken is the Auth of a cluster that needs a token.
@@ -66,15 +80,35 @@ type runner interface {
 	tableName() string
 }
 
-// Fault is one injected fault.
+// Fault is one injected fault, and what the node did under it.
 type Fault struct {
-	Kind    string `json:"kind"` // kill, pause, partition (isolate the target), split (a minority with the target), latency
-	Target  string `json:"target"`
-	Leader  bool   `json:"leader"`
+	// Kind is kill, pause, partition (isolate the target), split (a
+	// minority with the target), latency, or one of DiskFaultKinds.
+	Kind    string `json:"kind"`
+	Target  string `json:"target"` // a node's name, or "all" (power-cut-all)
+	Leader  bool   `json:"leader"` // the target was (or, for all, included) the leader
 	StartNs int64  `json:"start"`
 	EndNs   int64  `json:"end"`
 	// RecoveryMs is the time from healing to the next acknowledged commit.
 	RecoveryMs int64 `json:"recovery_ms"`
+	// Detail is what exactly was done to a disk: the bytes a bitrot
+	// flipped, the size a full disk was given.
+	Detail string `json:"detail,omitempty"`
+	// Outcome is what the node did and what healing did, as the drill saw
+	// it: "halted, exit 4 (12 syncs failed); power cut: …; restarted",
+	// "refused 37 writes with 507", "refused to start: damaged data, exit 4".
+	Outcome string `json:"outcome,omitempty"`
+	// ExitStatus is the status the target exited with by itself (not
+	// killed by the drill), if it did.
+	ExitStatus *int `json:"exit_status,omitempty"`
+	// Cut is what the power cuts of the fault dropped.
+	Cut *CutSummary `json:"cut,omitempty"`
+	// Refused507 counts the answers 507 (a full disk) from the fault's
+	// start until the next fault's: a leader notices free space again
+	// within a second of healing.
+	Refused507 int `json:"refused_507,omitempty"`
+	// Acknowledged counts the commits acknowledged while the fault lasted.
+	Acknowledged int `json:"acknowledged"`
 }
 
 // Summary is what a run found; it is written as summary.json.
@@ -95,27 +129,32 @@ type Summary struct {
 	// drill's token: a node that could not verify a valid token.
 	Unauthenticated        int    `json:"unauthenticated,omitempty"`
 	FaultKindsNotAvailable string `json:"fault_kinds_not_available,omitempty"`
+	// DiskFaults is set when every data directory was on a fault
+	// filesystem; LogStore is the raft log store the nodes were given.
+	DiskFaults bool   `json:"disk_faults,omitempty"`
+	LogStore   string `json:"raft_log_store,omitempty"`
 }
 
 // Run starts a cluster, runs the workload under faults, heals, checks.
 func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
-	if cfg.Protocol != "" && cfg.Protocol != "delta" && cfg.Protocol != ProtocolIceberg && cfg.Protocol != ProtocolTransactions {
-		return Summary{}, fmt.Errorf("unknown protocol %q (delta, iceberg or transactions)", cfg.Protocol)
-	}
-	if cfg.Compose && cfg.Protocol == ProtocolTransactions {
-		// The Lance staging manifests are written into the warehouse, which
-		// the compose cluster keeps in a docker volume.
-		return Summary{}, fmt.Errorf("--protocol transactions needs a local cluster: it writes Lance staging manifests into the warehouse")
+	if err := checkConfig(cfg); err != nil {
+		return Summary{}, err
 	}
 	if err := resolveAuth(&cfg); err != nil {
 		return Summary{}, err
 	}
+	// The nodes' warehouse is file://OUT/warehouse, which must be absolute.
+	out, err := filepath.Abs(cfg.Out)
+	if err != nil {
+		return Summary{}, err
+	}
+	cfg.Out = out
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cl, missing, stop, err := openTarget(startCtx, cfg, log)
+	cl, missing, stop, err := openTarget(startCtx, &cfg, log)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -143,20 +182,20 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 	close(done)
 	wg.Wait()
 
-	sum := Summary{Faults: faults, Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
-		Protocol: protocolName(cfg.Protocol), Auth: "none", Secure: cfg.Secure, FaultKindsNotAvailable: missing}
+	sum := Summary{Seed: cfg.Seed, DurationMs: cfg.Duration.Milliseconds(), Nodes: cfg.Nodes,
+		Protocol: protocolName(cfg.Protocol), Auth: "none", Secure: cfg.Secure, FaultKindsNotAvailable: missing,
+		DiskFaults: cfg.DiskFaults, LogStore: cfg.LogStore}
 	if cfg.Token != "" {
 		sum.Auth = AuthToken
 	}
-	healCtx, cancelHeal := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelHeal()
-	if err := cl.WaitReady(healCtx); err != nil {
-		return sum, err
+	ops, notUp := afterHealing(ctx, cl, clients, final, rec, &sum, log)
+	for _, f := range faults {
+		sum.Faults = append(sum.Faults, *f)
 	}
-	sum.Converged = waitConverged(healCtx, cl)
-	finalLoads(cl.URLs()[0], clients, final, rec)
-	ops := rec.snapshot()
 	sum.Result = Check(ops, 2*time.Minute)
+	if notUp != nil {
+		sum.Violations = append(sum.Violations, fmt.Sprintf("not every node was up after healing: %v", notUp))
+	}
 	if !sum.Converged {
 		sum.Violations = append(sum.Violations, "replicas did not converge to the same state digest")
 	}
@@ -165,7 +204,87 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Summary, error) {
 		sum.Unauthenticated = countStatus(ops, http.StatusUnauthorized)
 	}
 	recoveries(sum.Faults, ops)
+	historyOutcomes(sum.Faults, ops)
 	return sum, writeOutputs(cfg.Out, ops, sum)
+}
+
+// checkConfig refuses what a drill cannot run.
+func checkConfig(cfg Config) error {
+	if cfg.Protocol != "" && cfg.Protocol != "delta" && cfg.Protocol != ProtocolIceberg && cfg.Protocol != ProtocolTransactions {
+		return fmt.Errorf("unknown protocol %q (delta, iceberg or transactions)", cfg.Protocol)
+	}
+	if cfg.Compose && cfg.Protocol == ProtocolTransactions {
+		// The Lance staging manifests are written into the warehouse, which
+		// the compose cluster keeps in a docker volume.
+		return fmt.Errorf("--protocol transactions needs a local cluster: it writes Lance staging manifests into the warehouse")
+	}
+	if !slices.Contains([]string{"", "segments", "boltdb", "wal"}, cfg.LogStore) {
+		return fmt.Errorf("unknown raft log store %q (segments, boltdb or wal)", cfg.LogStore)
+	}
+	if !slices.Contains([]string{"", AimLeader, AimFollower}, cfg.Aim) {
+		return fmt.Errorf("unknown aim %q (leader or follower)", cfg.Aim)
+	}
+	return nil
+}
+
+// What Config.Aim can aim the faults at.
+const (
+	AimLeader   = "leader"
+	AimFollower = "follower"
+)
+
+// afterHealing waits, once every fault is healed, until every node is up (a
+// node that exited by itself is restarted, as a heal would) and the
+// replicas converge, then records the final loads and returns the
+// history; notUp says which node did not come back.
+func afterHealing(ctx context.Context, cl target, clients []runner, final finalLoader, rec *recorder, sum *Summary,
+	log io.Writer) ([]Op, error) {
+	healCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	notUp := waitUp(healCtx, cl, log)
+	if notUp == nil {
+		sum.Converged = waitConverged(healCtx, cl)
+	}
+	finalLoads(readyURL(cl.URLs()), clients, final, rec)
+	return rec.snapshot(), notUp
+}
+
+// reviver is a cluster that can restart the nodes that exited by
+// themselves since their last fault was healed; the error names those
+// it leaves down.
+type reviver interface{ reviveExited(log io.Writer) error }
+
+func revive(cl target, log io.Writer) error {
+	if r, ok := cl.(reviver); ok {
+		return r.reviveExited(log)
+	}
+	return nil
+}
+
+// waitUp waits until every node is ready, restarting those that exit by
+// themselves on the way (once: a node that exits again stays down).
+func waitUp(ctx context.Context, cl target, log io.Writer) error {
+	for {
+		if err := revive(cl, log); err != nil {
+			return err
+		}
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := cl.WaitReady(try)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// readyURL is the first node that is ready (the first node if none is).
+func readyURL(urls []string) string {
+	for _, u := range urls {
+		if localcluster.ReadyWith(probe, u) {
+			return u
+		}
+	}
+	return urls[0]
 }
 
 // resolveAuth settles the token the drill sends, and sets it for every
@@ -193,28 +312,21 @@ func resolveAuth(cfg *Config) error {
 }
 
 // openTarget starts (or, with Compose, finds) the cluster to drill. It
-// returns what fault kinds could not be injected and how to stop it.
-func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string, func(), error) {
+// returns what fault kinds could not be injected and how to stop it, and
+// settles cfg.DiskFaults.
+func openTarget(ctx context.Context, cfg *Config, log io.Writer) (target, string, func(), error) {
 	if cfg.Compose {
+		whyNot := noteDisks(cfg, nil, log)
 		c, err := OpenCompose(ctx, cfg.Nodes, cfg.CAFile)
-		return c, "latency and minority splits: not injected into the compose cluster", func() {}, err
+		return c, "latency and minority splits: not injected into the compose cluster; " + whyNot, func() {}, err
 	}
-	missing := "network partitions and latency: not requested (--netns=false)"
-	var lab *netLab
-	if cfg.Netns {
-		var err error
-		if lab, err = newNetLab(cfg.Nodes); err != nil {
-			missing = "network partitions and latency: network namespaces cannot be made here (" + err.Error() + ")"
-			fmt.Fprintf(log, "chaos: %s; running kill and pause faults only\n", missing)
-		} else if missing = ""; !lab.netem {
-			missing = "added latency: this kernel has no netem qdisc"
-		}
-	}
+	lab, missing := openNetLab(*cfg, log)
+	whyNot := noteDisks(cfg, lab, log)
 	adminToken := ""
 	if cfg.Auth == AuthToken {
 		adminToken = cfg.Token
 	}
-	cl, err := StartLocal(ctx, cfg.Bin, cfg.Out, cfg.Nodes, lab, adminToken, cfg.Secure)
+	cl, err := StartLocal(ctx, *cfg, lab, adminToken, cfg.DiskFaults)
 	if cl != nil {
 		setTLS(cl.ClientTLS())
 	}
@@ -230,7 +342,64 @@ func openTarget(ctx context.Context, cfg Config, log io.Writer) (target, string,
 		stop()
 		return nil, "", nil, err
 	}
-	return cl, missing, stop, nil
+	return cl, joinNotes(missing, whyNot), stop, nil
+}
+
+// noteDisks settles cfg.DiskFaults, says so in the drill's first lines,
+// and returns why disk faults cannot be injected ("" when they can).
+func noteDisks(cfg *Config, lab *netLab, log io.Writer) string {
+	disks, whyNot := diskFaults(*cfg, lab)
+	cfg.DiskFaults = disks
+	if disks {
+		fmt.Fprintln(log, "chaos: disk faults on: every node's data directory is a fault filesystem (power cuts, failing syncs and reads, a full, slow or rotting disk)")
+		return ""
+	}
+	fmt.Fprintf(log, "chaos: disk faults off: %s\n", whyNot)
+	return "disk faults: " + whyNot
+}
+
+// openNetLab makes the network namespaces when cfg asks for them, and
+// says which network faults cannot be injected.
+func openNetLab(cfg Config, log io.Writer) (*netLab, string) {
+	if !cfg.Netns {
+		return nil, "network partitions and latency: not requested (--netns=false)"
+	}
+	lab, err := newNetLab(cfg.Nodes)
+	if err != nil {
+		missing := "network partitions and latency: network namespaces cannot be made here (" + err.Error() + ")"
+		fmt.Fprintf(log, "chaos: %s; running process and disk faults only\n", missing)
+		return nil, missing
+	}
+	if !lab.netem {
+		return lab, "added latency: this kernel has no netem qdisc"
+	}
+	return lab, ""
+}
+
+// diskFaults decides whether the data directories go on fault
+// filesystems, and says why not when they do not.
+func diskFaults(cfg Config, lab *netLab) (bool, string) {
+	usable := DiskFaultsUsable()
+	switch {
+	case cfg.Compose:
+		return false, "not injected into the compose cluster"
+	case !cfg.DiskFaults && usable == nil:
+		return false, "not requested (--disk-faults=false)"
+	case usable != nil:
+		return false, "fault filesystems cannot be mounted here (" + usable.Error() + ")"
+	case len(cfg.Faults) > 0 && !slices.ContainsFunc(cfg.Faults, isDiskKind):
+		return false, "none of --faults needs them"
+	case lab != nil && !lab.nsenter:
+		return false, "nodes in network namespaces need nsenter to share this mount namespace (ip netns exec would keep every disk mounted in each node's own)"
+	}
+	return true, ""
+}
+
+func isDiskKind(k string) bool { return slices.Contains(DiskFaultKinds, k) }
+
+// joinNotes joins the notes that are not empty.
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
 // finalLoader loads a table after healing: base is a node's URL and op
@@ -303,9 +472,10 @@ func setupIceberg(cfg Config, urls []string, rng *rand.Rand, rec *recorder) ([]r
 }
 
 // injectFaults runs the fault schedule until the duration ends; every
-// fault is healed before it returns.
-func injectFaults(ctx context.Context, cl target, cfg Config, rng *rand.Rand, rec *recorder, log io.Writer) []Fault {
-	var faults []Fault
+// fault is healed before it returns. A node that exited by itself since
+// the last heal is restarted before the next fault.
+func injectFaults(ctx context.Context, cl target, cfg Config, rng *rand.Rand, rec *recorder, log io.Writer) []*Fault {
+	var faults []*Fault
 	deadline := time.Now().Add(cfg.Duration)
 	kinds := cl.FaultKinds()
 	if len(cfg.Faults) > 0 {
@@ -322,13 +492,9 @@ func injectFaults(ctx context.Context, cl target, cfg Config, rng *rand.Rand, re
 			return faults
 		case <-time.After(cfg.FaultEvery - cfg.FaultFor):
 		}
-		leader := cl.LeaderIndex()
-		target := rng.IntN(cfg.Nodes)
-		if rng.IntN(2) == 0 && leader >= 0 {
-			target = leader
-		}
-		f := Fault{Kind: kinds[rng.IntN(len(kinds))], Target: cl.Names()[target], Leader: target == leader, StartNs: rec.now()}
-		heal, err := cl.inject(f.Kind, target, rng)
+		_ = revive(cl, log) // a node left down stays down; the end says so
+		f, target := chooseFault(cl, cfg, kinds, rng, rec)
+		heal, err := cl.inject(f, target, rng)
 		if err != nil {
 			fmt.Fprintf(log, "chaos: %s %s failed: %v\n", f.Kind, f.Target, err)
 		}
@@ -337,13 +503,42 @@ func injectFaults(ctx context.Context, cl target, cfg Config, rng *rand.Rand, re
 			fmt.Fprintf(log, "chaos: healing %s %s: %v\n", f.Kind, f.Target, err)
 		}
 		f.EndNs = rec.now()
-		fmt.Fprintf(log, "chaos: %s %s (leader %v) for %v\n", f.Kind, f.Target, f.Leader, cfg.FaultFor)
+		fmt.Fprintf(log, "chaos: %s %s (leader %v) for %v%s\n", f.Kind, f.Target, f.Leader, cfg.FaultFor, outcomeSuffix(f.Outcome))
 		faults = append(faults, f)
 	}
 	if rest := time.Until(deadline); rest > 0 {
 		time.Sleep(rest) // let the workload run to the end of the schedule
 	}
 	return faults
+}
+
+// chooseFault picks the next fault and its target node, aimed as
+// cfg.Aim says (the seed's draws are the same whatever the aim).
+func chooseFault(cl target, cfg Config, kinds []string, rng *rand.Rand, rec *recorder) (*Fault, int) {
+	leader := cl.LeaderIndex()
+	target := rng.IntN(cfg.Nodes)
+	if rng.IntN(2) == 0 && leader >= 0 {
+		target = leader
+	}
+	switch {
+	case leader < 0:
+	case cfg.Aim == AimLeader:
+		target = leader
+	case cfg.Aim == AimFollower && target == leader:
+		target = (leader + 1) % cfg.Nodes
+	}
+	f := &Fault{Kind: kinds[rng.IntN(len(kinds))], Target: cl.Names()[target], Leader: target == leader, StartNs: rec.now()}
+	if f.Kind == "power-cut-all" {
+		f.Target, f.Leader = "all", leader >= 0
+	}
+	return f, target
+}
+
+func outcomeSuffix(outcome string) string {
+	if outcome == "" {
+		return ""
+	}
+	return ": " + outcome
 }
 
 // waitConverged waits until every node reports the same state digest.
@@ -448,6 +643,31 @@ func recoveries(faults []Fault, ops []Op) {
 		}
 		if best >= 0 {
 			faults[i].RecoveryMs = (best - faults[i].EndNs) / int64(time.Millisecond)
+		}
+	}
+}
+
+// historyOutcomes adds to each fault what the history shows of it: the
+// commits acknowledged while it lasted, and the answers 507 from its
+// start until the next fault's (a leader sees free space again within a
+// second of healing), which its outcome then tells.
+func historyOutcomes(faults []Fault, ops []Op) {
+	for i := range faults {
+		f := &faults[i]
+		until := int64(math.MaxInt64)
+		if i+1 < len(faults) {
+			until = faults[i+1].StartNs
+		}
+		for _, op := range ops {
+			if op.Op == OpCommit && op.Outcome == OutcomeOK && op.CompleteNs >= f.StartNs && op.CompleteNs <= f.EndNs {
+				f.Acknowledged++
+			}
+			if op.Answer == http.StatusInsufficientStorage && op.CompleteNs >= f.StartNs && op.CompleteNs < until {
+				f.Refused507++
+			}
+		}
+		if f.Refused507 > 0 {
+			f.Outcome = joinOutcome(f.Outcome, "refused "+count(int64(f.Refused507), "write", "writes")+" with 507")
 		}
 	}
 }

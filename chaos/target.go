@@ -19,7 +19,9 @@ type target interface {
 	Digests() ([]string, error)
 	WaitReady(ctx context.Context) error
 	FaultKinds() []string
-	inject(kind string, i int, rng *rand.Rand) (heal func() error, err error)
+	// inject starts fault f (its Kind) on node i, and may fill in what
+	// the node did; so may the heal it returns.
+	inject(f *Fault, i int, rng *rand.Rand) (heal func() error, err error)
 }
 
 var probe = &http.Client{Timeout: 2 * time.Second, Transport: drillTransport}

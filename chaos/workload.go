@@ -94,7 +94,7 @@ func createTable(url, name string) (string, error) {
 // client is one sequential Delta writer: load, then commit the next
 // version, following the commit-recovery rules: an unknown outcome is
 // retried byte-identically until a definite answer; only a 409 (or a load
-// showing the version taken) makes it rebase.
+// showing the version taken and published) makes it rebase.
 type client struct {
 	id    int
 	table string
@@ -149,18 +149,32 @@ func (c *client) update(etag string) {
 }
 
 func (c *client) load() (int64, string, bool) {
-	op := Op{Client: c.id, Table: c.table, Op: OpLoad, InvokeNs: c.rec.now()}
-	status, body, err := call(http.MethodGet, c.url()+deltaBase+"/tables/"+c.table, nil)
-	op.CompleteNs = c.rec.now()
-	if op.settle(status, err) == OutcomeOK {
-		op.LatestVersion = int64(body["latest-table-version"].(float64))
-		op.ETag, _ = body["metadata"].(map[string]any)["etag"].(string)
-	}
-	c.rec.add(op)
+	op, _ := c.loadTracked()
 	return op.LatestVersion, op.ETag, op.Outcome == OutcomeOK
 }
 
-// commit tries version v until the outcome is definite (or the run ends).
+// loadTracked records a load and returns it with the versions the table
+// still tracks (committed, not yet published).
+func (c *client) loadTracked() (Op, map[int64]bool) {
+	op := Op{Client: c.id, Table: c.table, Op: OpLoad, InvokeNs: c.rec.now()}
+	status, body, err := call(http.MethodGet, c.url()+deltaBase+"/tables/"+c.table, nil)
+	op.CompleteNs = c.rec.now()
+	tracked := map[int64]bool{}
+	if op.settle(status, err) == OutcomeOK {
+		op.LatestVersion = int64(body["latest-table-version"].(float64))
+		op.ETag, _ = body["metadata"].(map[string]any)["etag"].(string)
+		cms, _ := body["commits"].([]any)
+		for _, cm := range cms {
+			v, _ := cm.(map[string]any)["version"].(float64)
+			tracked[int64(v)] = true
+		}
+	}
+	c.rec.add(op)
+	return op, tracked
+}
+
+// commit tries version v until the outcome is definite, the run ends, or
+// a load shows v taken and published.
 func (c *client) commit(v int64, stop <-chan struct{}) {
 	c.seq++
 	file := fmt.Sprintf("%020d.c%d-%d.json", v, c.id, c.seq)
@@ -179,7 +193,20 @@ func (c *client) commit(v int64, stop <-chan struct{}) {
 			return
 		case <-time.After(50 * time.Millisecond): // retry back-off
 		}
+		if c.published(v) {
+			return
+		}
 	}
+}
+
+// published loads the table and reports whether version v is taken and
+// no longer tracked. A commit of v then applied or never will, and an
+// identical retry can only be answered that its outcome cannot be
+// determined: the server compares a published version's commit file,
+// and the drill writes none. Its outcome stays unknown.
+func (c *client) published(v int64) bool {
+	op, tracked := c.loadTracked()
+	return op.Outcome == OutcomeOK && op.LatestVersion >= v && !tracked[v]
 }
 
 // deltaCommitBody is the table update that add-commits version v as file.
@@ -198,6 +225,9 @@ func (op *Op) settle(status int, err error) string {
 	switch {
 	case err != nil || status >= 500:
 		op.Outcome = OutcomeUnknown
+		if err == nil {
+			op.Answer = status
+		}
 	case status == http.StatusOK:
 		op.Outcome, op.Status = OutcomeOK, status
 	default:

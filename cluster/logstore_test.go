@@ -100,3 +100,18 @@ func TestLogStoreAuto(t *testing.T) {
 		n.Shutdown()
 	}
 }
+
+// TestOpenMakesANewDataDir: a node given a data directory that does not
+// exist yet makes it (and its parents) and starts.
+func TestOpenMakesANewDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "node1")
+	n, err := cluster.Open(cluster.Config{NodeID: "node1", DataDir: dir, RaftBind: "127.0.0.1:0", GossipBind: "127.0.0.1:0",
+		BootstrapExpect: 1, DisableReadLease: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("open a node on a new data dir: %v", err)
+	}
+	n.Shutdown()
+	if _, err := os.Stat(filepath.Join(dir, "raft")); err != nil {
+		t.Fatal(err)
+	}
+}

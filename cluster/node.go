@@ -103,6 +103,11 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.loadSkips(); err != nil {
 		return nil, err
 	}
+	// The free space is read from the data directory, so it must exist
+	// first; it is made durably, as the directories under it are.
+	if err := dirsync.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
 	n.disk = newDisk(cfg.DataDir, cfg.MinFreeDisk)
 	if _, _, err := n.disk.check(); err != nil {
 		return nil, fmt.Errorf("read the free space of %s: %w", cfg.DataDir, err)

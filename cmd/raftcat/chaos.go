@@ -29,13 +29,16 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.ClientsPerTable, "clients", 2, "clients per table (or group)")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 5*time.Second, "a fault starts this often")
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 2*time.Second, "how long each fault lasts before it is healed")
-	faults := fs.String("faults", "", "comma-separated fault kinds to use (kill, pause, partition, split, latency; default: all that can be injected)")
+	faults := fs.String("faults", "", "comma-separated fault kinds to use (kill, pause, partition, split, latency; with --disk-faults power-cut, power-cut-all, torn, fsync-eio, read-eio, disk-full, slow, bitrot; default: all that can be injected)")
 	fs.BoolVar(&cfg.Compose, "compose", false, "drill the running compose cluster (scripts/cluster-up.sh; --nodes 3 or 5) with docker kill, pause and network disconnects")
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "commit path the clients write with: delta (add-commit of the next version), iceberg (Iceberg REST commits of a new snapshot asserting the loaded one with assert-ref-snapshot-id) or transactions (each of --tables is a group of a Delta, an Iceberg and a Lance table, advanced together by one transaction across formats per commit)")
 	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the cluster the drill starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the drill makes, and every request of the drill carries it)")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("RAFTCAT_TOKEN"), "API token every request of the drill sends as Authorization: Bearer: the workload's and the checks' against the compose cluster run with --auth=token (scripts/cluster-up.sh writes it to .cluster-secrets/admin.token); with --auth token, the started cluster's admin token [RAFTCAT_TOKEN]")
 	fs.StringVar(&cfg.CAFile, "ca-file", os.Getenv("RAFTCAT_CA_FILE"), "with --compose, the CA of a compose cluster started with scripts/cluster-up.sh --secure (.cluster-secrets/ca.pem): its nodes are then reached over HTTPS [RAFTCAT_CA_FILE]")
 	fs.BoolVar(&cfg.Secure, "secure", false, "start the cluster with everything on: --auth=token (the admin token as with --auth token), TLS on every node's HTTP port, mutual TLS between nodes and encrypted gossip, from a CA, node certificates and a gossip key the drill makes in --out/tls; every request of the drill goes over HTTPS")
+	fs.BoolVar(&cfg.DiskFaults, "disk-faults", chaos.DiskFaultsUsable() == nil, "put every node's data directory on a fault filesystem (FUSE: needs /dev/fuse, and root or fusermount3; on by default where it can be mounted), adding the disk faults: power cuts of one node or of all at once (plain or torn), failing syncs, failing reads of the raft log, a full disk, a slow disk, bit rot in the raft log")
+	fs.StringVar(&cfg.LogStore, "raft-log-store", "", "every node's --raft-log-store: segments, boltdb or wal (default: the node's default)")
+	aim := fs.String("aim", "any", "whom the faults of one node hit: any (the leader or a follower, as the seed picks), leader, or follower")
 	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
@@ -55,7 +58,14 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 			"With --auth token the started cluster runs with authentication on and every request of the\n"+
 			"drill carries its admin token; against a compose cluster run with authentication, give its\n"+
 			"token with --token (or RAFTCAT_TOKEN). With --secure the started cluster runs with\n"+
-			"authentication, TLS, mutual TLS between nodes and encrypted gossip all on.\n\n")
+			"authentication, TLS, mutual TLS between nodes and encrypted gossip all on.\n\n"+
+			"With --disk-faults (on where FUSE can be mounted) every node's data directory is a fault\n"+
+			"filesystem: power-cut and torn cut one node's power (its unsynced writes are lost, or torn),\n"+
+			"power-cut-all every node's at once; fsync-eio fails the node's syncs (it must halt, exit 4),\n"+
+			"read-eio its raft log's reads, disk-full fills its disk (as leader it must refuse writes\n"+
+			"with 507 and resume by itself), slow adds 200 ms to each write and sync, bitrot flips bytes\n"+
+			"of its oldest raft log file on restart (it must refuse to start, exit 4, or never serve the\n"+
+			"damage). Each fault's outcome is printed, and every acknowledged commit must survive.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -63,6 +73,17 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *faults != "" {
 		cfg.Faults = strings.Split(*faults, ",")
+	}
+	if *aim != "any" {
+		cfg.Aim = *aim
+	}
+	if cfg.Aim != "" && cfg.Aim != chaos.AimLeader && cfg.Aim != chaos.AimFollower {
+		fmt.Fprintln(stderr, "raftcat chaos: --aim is any, leader or follower")
+		return 2
+	}
+	if cfg.LogStore != "" && cfg.LogStore != "segments" && cfg.LogStore != "boltdb" && cfg.LogStore != "wal" {
+		fmt.Fprintln(stderr, "raftcat chaos: --raft-log-store is segments, boltdb or wal")
+		return 2
 	}
 	if cfg.Protocol != "delta" && cfg.Protocol != chaos.ProtocolIceberg && cfg.Protocol != chaos.ProtocolTransactions {
 		fmt.Fprintln(stderr, "raftcat chaos: --protocol is delta, iceberg or transactions")
@@ -110,7 +131,7 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 	fmt.Fprintf(w, "\noperations            %d\n", s.Operations)
 	fmt.Fprintf(w, "faults                %d\n", len(s.Faults))
 	for _, f := range s.Faults {
-		fmt.Fprintf(w, "  %-5s %-6s leader=%-5v recovered in %d ms\n", f.Kind, f.Target, f.Leader, f.RecoveryMs)
+		fmt.Fprintf(w, "  %-13s %-6s leader=%-5v recovered in %d ms%s\n", f.Kind, f.Target, f.Leader, f.RecoveryMs, outcomeOf(f))
 	}
 	fmt.Fprintf(w, "acknowledged commits  %d\n", s.AcknowledgedCommits)
 	fmt.Fprintf(w, "lost commits          %d\n", s.LostCommits)
@@ -130,11 +151,22 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 			fmt.Fprintf(w, "refused with 401      %d (the token was valid: a node could not verify it)\n", s.Unauthenticated)
 		}
 	}
+	if s.DiskFaults {
+		fmt.Fprintln(w, "disk faults           every data directory on a fault filesystem")
+	}
 	if s.FaultKindsNotAvailable != "" {
 		fmt.Fprintf(w, "not injected          %s\n", s.FaultKindsNotAvailable)
 	}
 	printViolations(w, s.Result, "VIOLATION:")
 	fmt.Fprintf(w, "history and summary in %s\n", out)
+}
+
+// outcomeOf is what the node did under a fault, for its summary line.
+func outcomeOf(f chaos.Fault) string {
+	if f.Outcome == "" {
+		return ""
+	}
+	return ": " + f.Outcome
 }
 
 func chaosCheck(args []string, stdout, stderr io.Writer) int {

@@ -252,3 +252,21 @@ func TestChaosTransactionsDrillFindsNoViolation(t *testing.T) {
 		t.Fatalf("re-check of the recorded history: exit %d\n%s", code, check.String())
 	}
 }
+
+// TestChaosDrillTakesARelativeOutDir runs a drill, as its default
+// --out chaos-out does, with an output directory relative to the working
+// directory: the nodes' file:// warehouse inside it must still be an
+// absolute location, or no node starts.
+func TestChaosDrillTakesARelativeOutDir(t *testing.T) {
+	bin := raftcatBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "chaos", "--nodes", "1", "--duration", "2s", "--fault-every", "3s", "--fault-for", "1s",
+		"--faults", "pause", "--netns=false", "--tables", "1", "--clients", "1", "--out", "drill")
+	cmd.Dir = dir
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chaos drill with --out drill: %v\n%s", err, output)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "drill", "summary.json")); err != nil {
+		t.Fatal(err)
+	}
+}

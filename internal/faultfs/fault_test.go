@@ -94,6 +94,9 @@ func TestReadEIOFailsReadsAndPageIns(t *testing.T) {
 
 func TestNoSpace(t *testing.T) {
 	m := mountWith(t, Options{}, map[string]string{"big": string(fill('d', 10000))})
+	if n := m.Used(); n != 10000 {
+		t.Errorf("Used: %d bytes, want 10000", n)
+	}
 	const limit = 4 * pageSize
 	m.Inject(Fault{Kind: NoSpace, Limit: limit})
 	var st syscall.Statfs_t

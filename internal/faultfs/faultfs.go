@@ -327,6 +327,11 @@ func (f *FS) invalidate(pattern string) {
 	walk(root.EmbeddedInode())
 }
 
+// Used is how many bytes the disk holds as NoSpace counts them: the sum
+// of the file sizes in the backing directory, each inode once. A drill
+// fills a disk by setting Limit a little above it.
+func (f *FS) Used() int64 { return f.used() }
+
 // used adds up the sizes of the files in the backing directory, each
 // inode once.
 func (f *FS) used() int64 {
