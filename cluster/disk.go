@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -117,12 +118,27 @@ func (n *Node) diskLoop() {
 		case changed && full:
 			n.log.Error("disk nearly full: refusing writes until space is freed", "dir", n.disk.dir,
 				"free_bytes", n.disk.free.Load(), "min_free_bytes", n.disk.min)
+			if n.leadingTerm() != 0 {
+				n.moveOffFullDisk()
+			}
 		case changed:
 			n.log.Info("disk has room again: accepting writes", "dir", n.disk.dir, "free_bytes", n.disk.free.Load())
 		}
 		if !n.sleep(interval) {
 			return
 		}
+	}
+}
+
+// moveOffFullDisk hands leadership to another voter, whose disk may have
+// room: a leader that refuses every write would otherwise keep the whole
+// cluster from writing. Done once each time the disk turns full.
+func (n *Node) moveOffFullDisk() {
+	n.log.Warn("this leader's disk is full: handing leadership to another node")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout+n.cfg.HeartbeatTimeout)
+	defer cancel()
+	if err := n.TransferLeadership(ctx, ""); err != nil {
+		n.log.Warn("could not hand leadership away from the full disk", "err", err)
 	}
 }
 

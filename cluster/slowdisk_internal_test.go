@@ -105,3 +105,33 @@ func TestALeaderWithASlowDiskHandsLeadershipAway(t *testing.T) {
 		t.Fatalf("leadership came back to the slow node %d", slow)
 	}
 }
+
+// A leader whose disk turns full hands leadership to a node with room,
+// which takes writes again.
+func TestALeaderWithAFullDiskHandsLeadershipAway(t *testing.T) {
+	var full atomic.Value // the data dir of the node whose disk is full
+	full.Store("")
+	freeBytes = func(dir string) (int64, error) {
+		if dir == full.Load().(string) {
+			return 1 << 20, nil
+		}
+		return 1 << 40, nil
+	}
+	t.Cleanup(func() { freeBytes = statfsFree })
+	nodes, _ := openThree(t, func(c *Config) { c.DiskCheckInterval = 50 * time.Millisecond })
+	leader := establishedLeader(t, nodes)
+	full.Store(nodes[leader].cfg.DataDir)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now := establishedLeader(t, nodes)
+		if now != leader {
+			if _, _, err := nodes[now].Propose(context.Background(), &fsm.CreateCatalog{ID: "c-moved", Name: "moved"}); err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader with the full disk kept leadership")
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+}
