@@ -354,3 +354,77 @@ func TestAFullDiskRefusesWritesInEveryProtocol(t *testing.T) {
 		}
 	}
 }
+
+// snapshotNames are the complete snapshots in a node's data directory,
+// oldest first (raft names them term-index-time).
+func snapshotNames(dataDir string) []string {
+	entries, _ := os.ReadDir(filepath.Join(dataDir, "raft", "snapshots"))
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+			if _, err := os.Stat(filepath.Join(dataDir, "raft", "snapshots", e.Name(), "meta.json")); err == nil {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	return names
+}
+
+// A node whose newest snapshot rots on disk does not restore it: raft's
+// checksum refuses it, the node starts from the snapshot before and the
+// log, and converges with the others.
+func TestARottenSnapshotIsNeverRestored(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildRaftcat(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	token := NewToken()
+	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
+		FaultFS: true, FaultSeed: 13, Flags: []string{"--snapshot-threshold", "16", "--snapshot-interval", "200ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	dumpLogsOnFailure(t, filepath.Join(dir, "cluster"), cl.Names())
+	dataDir := filepath.Join(dir, "cluster", cl.Names()[2])
+	for i := 0; len(snapshotNames(dataDir)) < 2; i++ {
+		if !createCatalog(cl, token, []int{0, 1, 2}, fmt.Sprintf("c%d", i)) {
+			t.Fatalf("create catalog %d", i)
+		}
+		if i > 2000 {
+			t.Fatal("node3 took fewer than two snapshots")
+		}
+	}
+	cl.Kill(2)
+	names := snapshotNames(dataDir)
+	newest := names[len(names)-1]
+	cl.Disk(2).Inject(faultfs.Fault{Kind: faultfs.BitRot, Path: "raft/snapshots/" + newest + "/state.bin", Off: 64, Len: 16})
+	if err := cl.Restart(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !createCatalog(cl, token, []int{0, 1, 2}, "after") {
+		t.Fatal("a write after the restart")
+	}
+	eventually(t, time.Minute, "the three nodes at one state digest", func() bool {
+		digests := map[string]bool{}
+		for _, u := range cl.URLs() {
+			var st struct {
+				Applied uint64 `json:"applied_index"`
+				Digest  string `json:"digest"`
+			}
+			code, err := call(cl, token, http.MethodGet, u+"/v1/cluster/state-digest", nil, &st)
+			if err != nil || code != http.StatusOK {
+				return false
+			}
+			digests[fmt.Sprintf("%d:%s", st.Applied, st.Digest)] = true
+		}
+		return len(digests) == 1
+	})
+	log, _ := os.ReadFile(filepath.Join(dir, "cluster", cl.Names()[2]+".log"))
+	if !strings.Contains(string(log), "CRC") {
+		t.Fatalf("node3's log does not show the rotten snapshot refused:\n%s", log)
+	}
+}
