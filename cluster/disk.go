@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // The node's disk. Two things can go wrong with it, and they are met in
@@ -110,6 +111,7 @@ func (d *disk) failed() error {
 // diskLoop checks the free space every interval and logs each change.
 func (n *Node) diskLoop() {
 	interval := n.cfg.DiskCheckInterval
+	var moved time.Time // the last hand-off of leadership off a full disk
 	for {
 		full, changed, err := n.disk.check()
 		switch {
@@ -118,7 +120,8 @@ func (n *Node) diskLoop() {
 		case changed && full:
 			n.log.Error("disk nearly full: refusing writes until space is freed", "dir", n.disk.dir,
 				"free_bytes", n.disk.free.Load(), "min_free_bytes", n.disk.min)
-			if n.leadingTerm() != 0 {
+			if n.leadingTerm() != 0 && (moved.IsZero() || time.Since(moved) >= n.cfg.PlacementCooldown) {
+				moved = time.Now()
 				n.moveOffFullDisk()
 			}
 		case changed:
@@ -132,7 +135,9 @@ func (n *Node) diskLoop() {
 
 // moveOffFullDisk hands leadership to another voter, whose disk may have
 // room: a leader that refuses every write would otherwise keep the whole
-// cluster from writing. Done once each time the disk turns full.
+// cluster from writing. Done each time the disk turns full, at most once
+// per PlacementCooldown, so that when every disk is full leadership does
+// not go round.
 func (n *Node) moveOffFullDisk() {
 	n.log.Warn("this leader's disk is full: handing leadership to another node")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout+n.cfg.HeartbeatTimeout)

@@ -10,19 +10,54 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/raftcat/raftcat/internal/faultfs"
 )
 
-func buildRaftcat(t *testing.T, dir string) string {
+// raftcat is the binary the disk tests' nodes run, built once.
+var raftcat struct {
+	once      sync.Once
+	bin, diag string
+}
+
+func buildRaftcat(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "raftcat")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/raftcat/raftcat/cmd/raftcat").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	raftcat.once.Do(func() {
+		dir, err := os.MkdirTemp("", "raftcat-bin-")
+		if err != nil {
+			raftcat.diag = err.Error()
+			return
+		}
+		raftcat.bin = filepath.Join(dir, "raftcat")
+		if out, err := exec.Command("go", "build", "-o", raftcat.bin, "github.com/raftcat/raftcat/cmd/raftcat").CombinedOutput(); err != nil {
+			raftcat.diag = fmt.Sprintf("go build: %v\n%s", err, out)
+		}
+	})
+	if raftcat.diag != "" {
+		t.Fatal(raftcat.diag)
 	}
-	return bin
+	return raftcat.bin
+}
+
+// startOnFaultDisks starts three nodes with authentication, TLS and mutual
+// TLS on, each on a fault filesystem; it returns the cluster, its admin
+// token and the cluster's directory. The nodes' logs are printed if the
+// test fails.
+func startOnFaultDisks(t *testing.T, ctx context.Context, seed uint64, flags ...string) (*Cluster, string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	token := NewToken()
+	cl, err := Start(ctx, Options{Bin: buildRaftcat(t), Dir: dir, Nodes: 3, AdminToken: token, Secure: true,
+		FaultFS: true, FaultSeed: seed, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	dumpLogsOnFailure(t, dir, cl.Names())
+	return cl, token, dir
 }
 
 // call sends a request with the admin token over the cluster's transport
@@ -80,19 +115,11 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // must have been synced), and what was acknowledged before the cut is
 // there. Auth and TLS are on.
 func TestNodesRestartedAloneAfterAPowerCutFindTheirCluster(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildRaftcat(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	token := NewToken()
-	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
-		FaultFS: true, FaultSeed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
+	cl, token, dir := startOnFaultDisks(t, ctx, 7)
 	for i := range cl.URLs() {
-		peers := filepath.Join(dir, "cluster", cl.Names()[i], "gossip-peers.json")
+		peers := filepath.Join(dir, cl.Names()[i], "gossip-peers.json")
 		eventually(t, time.Minute, "gossip-peers.json of "+cl.Names()[i], func() bool {
 			var list []string
 			b, err := os.ReadFile(peers)
@@ -138,18 +165,9 @@ func TestNodesRestartedAloneAfterAPowerCutFindTheirCluster(t *testing.T) {
 // power cut: the snapshot directory, made after the raft directory was
 // last synced, must not vanish with the snapshot in it.
 func TestSnapshotsSurviveAPowerCut(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildRaftcat(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	token := NewToken()
-	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
-		FaultFS: true, FaultSeed: 11, Flags: []string{"--snapshot-threshold", "16", "--snapshot-interval", "200ms", "--trailing-logs", "4", "--raft-log-store", "boltdb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
-	dumpLogsOnFailure(t, filepath.Join(dir, "cluster"), cl.Names())
+	cl, token, dir := startOnFaultDisks(t, ctx, 11, "--snapshot-threshold", "16", "--snapshot-interval", "200ms", "--trailing-logs", "4", "--raft-log-store", "boltdb")
 	for i := 0; i < 60; i++ {
 		status, err := call(cl, token, http.MethodPost, cl.URLs()[i%3]+"/api/2.1/unity-catalog/catalogs",
 			map[string]any{"name": "c" + string(rune('a'+i/26)) + string(rune('a'+i%26))}, nil)
@@ -158,7 +176,7 @@ func TestSnapshotsSurviveAPowerCut(t *testing.T) {
 		}
 	}
 	for _, name := range cl.Names() {
-		snaps := filepath.Join(dir, "cluster", name, "raft", "snapshots")
+		snaps := filepath.Join(dir, name, "raft", "snapshots")
 		eventually(t, time.Minute, name+" taking a snapshot", func() bool {
 			entries, _ := os.ReadDir(snaps)
 			for _, e := range entries {
@@ -221,18 +239,9 @@ func createCatalog(cl *Cluster, token string, nodes []int, name string) bool {
 // did not write is gone) and a restart, it catches up and the cluster
 // converges with every acknowledged write.
 func TestAFailedSyncHaltsTheNodeWhileTheClusterServes(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildRaftcat(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	token := NewToken()
-	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
-		FaultFS: true, FaultSeed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
-	dumpLogsOnFailure(t, filepath.Join(dir, "cluster"), cl.Names())
+	cl, token, dir := startOnFaultDisks(t, ctx, 5)
 	var leader int
 	eventually(t, time.Minute, "a leader", func() bool { leader = leaderIndex(cl, token); return leader >= 0 })
 	others := []int{(leader + 1) % 3, (leader + 2) % 3}
@@ -251,7 +260,7 @@ func TestAFailedSyncHaltsTheNodeWhileTheClusterServes(t *testing.T) {
 	if err != nil || code != 4 {
 		t.Fatalf("the leader exited with %d (%v), want 4", code, err)
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, "cluster", cl.Names()[leader]+".log"))
+	log, _ := os.ReadFile(filepath.Join(dir, cl.Names()[leader]+".log"))
 	if !strings.Contains(string(log), "halting: the disk failed") {
 		t.Fatalf("the leader's log does not say why it halted:\n%s", log)
 	}
@@ -280,18 +289,9 @@ func TestAFailedSyncHaltsTheNodeWhileTheClusterServes(t *testing.T) {
 // error envelope with 507 and Retry-After, changes nothing, keeps serving
 // reads, and takes writes again once space is freed.
 func TestAFullDiskRefusesWritesInEveryProtocol(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildRaftcat(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	token := NewToken()
-	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
-		FaultFS: true, FaultSeed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
-	dumpLogsOnFailure(t, filepath.Join(dir, "cluster"), cl.Names())
+	cl, token, _ := startOnFaultDisks(t, ctx, 3)
 	u := cl.URLs()[0]
 	if !createCatalog(cl, token, []int{0}, "before") {
 		t.Fatal("a write before the disks filled was refused")
@@ -374,19 +374,10 @@ func snapshotNames(dataDir string) []string {
 // checksum refuses it, the node starts from the snapshot before and the
 // log, and converges with the others.
 func TestARottenSnapshotIsNeverRestored(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildRaftcat(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	token := NewToken()
-	cl, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "cluster"), Nodes: 3, AdminToken: token, Secure: true,
-		FaultFS: true, FaultSeed: 13, Flags: []string{"--snapshot-threshold", "16", "--snapshot-interval", "200ms"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
-	dumpLogsOnFailure(t, filepath.Join(dir, "cluster"), cl.Names())
-	dataDir := filepath.Join(dir, "cluster", cl.Names()[2])
+	cl, token, dir := startOnFaultDisks(t, ctx, 13, "--snapshot-threshold", "16", "--snapshot-interval", "200ms")
+	dataDir := filepath.Join(dir, cl.Names()[2])
 	for i := 0; len(snapshotNames(dataDir)) < 2; i++ {
 		if !createCatalog(cl, token, []int{0, 1, 2}, fmt.Sprintf("c%d", i)) {
 			t.Fatalf("create catalog %d", i)
@@ -423,8 +414,16 @@ func TestARottenSnapshotIsNeverRestored(t *testing.T) {
 		}
 		return len(digests) == 1
 	})
-	log, _ := os.ReadFile(filepath.Join(dir, "cluster", cl.Names()[2]+".log"))
+	log, _ := os.ReadFile(filepath.Join(dir, cl.Names()[2]+".log"))
 	if !strings.Contains(string(log), "CRC") {
 		t.Fatalf("node3's log does not show the rotten snapshot refused:\n%s", log)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if raftcat.bin != "" {
+		os.RemoveAll(filepath.Dir(raftcat.bin))
+	}
+	os.Exit(code)
 }
