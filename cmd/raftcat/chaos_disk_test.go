@@ -85,6 +85,16 @@ func (d diskDrill) faults(kinds ...string) []chaos.Fault {
 
 // cuts checks that the drill cut the power at least n times, each cut
 // reported and followed by a restart, and returns the cuts.
+// only is the drill's one fault of kind.
+func (d diskDrill) only(t *testing.T, kind string) chaos.Fault {
+	t.Helper()
+	fs := d.faults(kind)
+	if len(fs) != 1 {
+		t.Fatalf("faults %+v", d.sum.Faults)
+	}
+	return fs[0]
+}
+
 func (d diskDrill) cuts(t *testing.T, n int, kinds ...string) []chaos.Fault {
 	t.Helper()
 	cuts := d.faults(kinds...)
@@ -157,11 +167,7 @@ func TestChaosFsyncEIOHaltsTheNode(t *testing.T) {
 	d := runDiskDrill(t, "--faults", "fsync-eio", "--aim", "follower", "--duration", "10s",
 		"--fault-every", "5s", "--fault-for", "2s", "--seed", "7")
 	d.lostNothing(t)
-	fs := d.faults("fsync-eio")
-	if len(fs) != 1 {
-		t.Fatalf("faults %+v", d.sum.Faults)
-	}
-	f := fs[0]
+	f := d.only(t, "fsync-eio")
 	if f.Leader || f.ExitStatus == nil || *f.ExitStatus != 4 || !strings.HasPrefix(f.Outcome, "halted, exit 4") ||
 		f.Cut == nil || !strings.HasSuffix(f.Outcome, "restarted") || f.Acknowledged == 0 {
 		t.Fatalf("fsync-eio of a follower: %+v\n%s", f, d.output)
@@ -181,11 +187,7 @@ func TestChaosDiskFullRefusesAndRecovers(t *testing.T) {
 	d := runDiskDrill(t, "--faults", "disk-full", "--aim", "leader", "--duration", "12s",
 		"--fault-every", "6s", "--fault-for", "3s", "--seed", "7")
 	d.lostNothing(t)
-	fs := d.faults("disk-full")
-	if len(fs) != 1 {
-		t.Fatalf("faults %+v", d.sum.Faults)
-	}
-	f := fs[0]
+	f := d.only(t, "disk-full")
 	if !f.Leader || f.Refused507+f.Acknowledged == 0 || f.ExitStatus != nil || !strings.Contains(f.Outcome, "kept running") {
 		t.Fatalf("disk-full of the leader: %+v\n%s", f, d.output)
 	}

@@ -61,14 +61,9 @@ func (f *FS) lockState(key fileKey, open func() (int, error), n *node) (*fileSta
 // addState records a file with no unsynced change: its size now is its
 // durable size.
 func (f *FS) addState(key fileKey, open func() (int, error), n *node) (*fileState, syscall.Errno) {
-	fd, err := open()
-	if err != nil {
-		return nil, fs.ToErrno(err)
-	}
-	var s unix.Stat_t
-	if err := unix.Fstat(fd, &s); err != nil {
-		unix.Close(fd)
-		return nil, fs.ToErrno(err)
+	fd, s, errno := openStat(open)
+	if errno != 0 {
+		return nil, errno
 	}
 	st := &fileState{fd: fd, rel: n.rel(), durSize: s.Size, pages: map[int64]*page{}}
 	f.mu.Lock()
@@ -252,4 +247,19 @@ func (f *FS) tornCoin(torn bool, cut int64, rel string) func() bool {
 	h.Write([]byte(rel))
 	r := rand.New(rand.NewPCG(f.opts.Seed, h.Sum64()^uint64(cut)))
 	return func() bool { return r.IntN(2) == 1 }
+}
+
+// openStat opens a descriptor with open and stats it; the descriptor is
+// closed again if the stat fails.
+func openStat(open func() (int, error)) (int, unix.Stat_t, syscall.Errno) {
+	var s unix.Stat_t
+	fd, err := open()
+	if err != nil {
+		return -1, s, fs.ToErrno(err)
+	}
+	if err := unix.Fstat(fd, &s); err != nil {
+		unix.Close(fd)
+		return -1, s, fs.ToErrno(err)
+	}
+	return fd, s, 0
 }

@@ -50,14 +50,11 @@ func (r *entryRecord) String() string {
 
 // openDir opens n, a directory, for an entry change in it.
 func (n *node) openDir() (*dirState, syscall.Errno) {
-	fd, err := unix.Open(n.backingPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fs.ToErrno(err)
-	}
-	var s unix.Stat_t
-	if err := unix.Fstat(fd, &s); err != nil {
-		unix.Close(fd)
-		return nil, fs.ToErrno(err)
+	fd, s, errno := openStat(func() (int, error) {
+		return unix.Open(n.backingPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if errno != 0 {
+		return nil, errno
 	}
 	return &dirState{key: keyOf(&s), fd: fd}, 0
 }
