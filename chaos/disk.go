@@ -286,6 +286,7 @@ func (c *LocalCluster) exitOutcome(i int) (string, int) {
 // drill calls it.
 var exitReasons = []struct{ logged, reason string }{
 	{"halting: the disk failed a raft write", "halted"},
+	{"halting: a raft log entry read back damaged", "halted on a damaged log entry"},
 	{"cannot apply log entry: node halted", "halted on a log entry it cannot apply"},
 	{"its data directory is damaged", "refused to start: damaged data"},
 	{"raftcat will not start", "refused to start"},

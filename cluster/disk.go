@@ -172,12 +172,22 @@ func (n *Node) logStoreFailed(err error) {
 
 // halt logs why the node stops and leaves raft at once.
 func (n *Node) halt(what string, err error) {
-	n.log.Error("halting: the disk failed a raft write, and retrying after a failed write or sync is not safe; "+
-		"nothing more will be acknowledged by this node. Check the disk, then restart the node: it re-reads and "+
-		"re-verifies its data directory (docs/operations.md#a-disk-that-fails)", "write", what, "err", err, "data_dir", n.cfg.DataDir)
+	if errors.Is(err, ErrLogDamaged) {
+		n.log.Error("halting: a raft log entry read back damaged, and this node must neither serve nor apply it; "+
+			"it may have lost entries it acknowledged, so do not restart it as it is: remove it and let it rejoin "+
+			"empty (docs/operations.md#damaged-data)", "read", what, "err", err, "data_dir", n.cfg.DataDir)
+	} else {
+		n.logDiskHalt(what, err)
+	}
 	if r := n.raftRef.Load(); r != nil {
 		go r.Shutdown() // called from raft's own goroutines: not waited for here
 	}
+}
+
+func (n *Node) logDiskHalt(what string, err error) {
+	n.log.Error("halting: the disk failed a raft write, and retrying after a failed write or sync is not safe; "+
+		"nothing more will be acknowledged by this node. Check the disk, then restart the node: it re-reads and "+
+		"re-verifies its data directory (docs/operations.md#a-disk-that-fails)", "write", what, "err", err, "data_dir", n.cfg.DataDir)
 }
 
 // DiskFailed is closed when the node halted on a failed write or sync of

@@ -40,7 +40,7 @@ func OpenLog(dataDir string) (*LogReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	r := &LogReader{logs: store, closers: []io.Closer{store}}
+	r := &LogReader{logs: checkedLog{LogStore: store}, closers: []io.Closer{store}}
 	if err := r.openLogStore(raftDir); err != nil {
 		r.Close()
 		return nil, err
@@ -60,7 +60,10 @@ func (r *LogReader) openLogStore(raftDir string) error {
 	case err != nil:
 		return err
 	case existing == LogStoreWAL:
-		logs, err = openWAL(raftDir, nil)
+		var w *walStore
+		if w, err = openWAL(raftDir, nil); err == nil {
+			logs = checkedWAL{checkedLog{LogStore: w}, w}
+		}
 	case existing == LogStoreSegments:
 		logs, err = raftlog.Open(segmentsDir(raftDir), raftlog.Options{ReadOnly: true})
 	default:
@@ -71,6 +74,12 @@ func (r *LogReader) openLogStore(raftDir string) error {
 	}
 	r.logs, r.closers = logs, append([]io.Closer{logs}, r.closers...)
 	return nil
+}
+
+// checkedWAL reads a raft-wal log through checksums and closes it.
+type checkedWAL struct {
+	checkedLog
+	io.Closer
 }
 
 // Bounds returns the first and last index the log holds.

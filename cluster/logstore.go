@@ -104,7 +104,7 @@ func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, err
 			return nil, err
 		}
 		n.wal = w
-		return w, nil
+		return openChecked(w, walDir(raftDir))
 	case LogStoreSegments:
 		s, err := raftlog.Open(segmentsDir(raftDir), raftlog.Options{DeferSync: n.deferLogSync, OnFailure: n.logStoreFailed,
 			ObserveSync: func(d time.Duration) { n.metrics.logSync.Observe(d.Seconds()); n.latency.observe(d) }})
@@ -118,7 +118,17 @@ func (n *Node) openLogStore(raftDir, store, existing string) (raft.LogStore, err
 		}
 		return s, nil
 	}
-	return n.store, nil
+	return openChecked(n.store, filepath.Join(raftDir, "raft.db"))
+}
+
+// openChecked wraps a raft-boltdb or raft-wal log in checksums and reads
+// every entry back once.
+func openChecked(logs raft.LogStore, path string) (raft.LogStore, error) {
+	c := checkedLog{LogStore: logs}
+	if err := verifyLog(c); err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", path, err)
+	}
+	return c, nil
 }
 
 func logStorePath(raftDir, store string) string {
