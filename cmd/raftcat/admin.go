@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,45 +21,67 @@ import (
 
 // adminFlags parses the flags every admin command shares (--addr, and
 // the client's: --token and the TLS flags) and returns the positional
-// arguments.
-func adminFlags(name, usage string, args []string, stderr io.Writer, nargs int) (string, []string, bool) {
-	return adminFlagsWith(name, usage, args, stderr, nargs, nil)
+// arguments. ok is false when the command ends here, with code its exit
+// status (0 after --help).
+func adminFlags(name, usage string, args []string, stdout, stderr io.Writer, nargs int) (addr string, pos []string, code int, ok bool) {
+	return adminFlagsWith(name, usage, args, stdout, stderr, nargs, nil)
 }
 
 // adminFlagsWith is adminFlags with flags of the command's own (extra may
 // be nil); nargs -1 takes zero or one positional argument. It sets
 // adminClient up to reach the node as the flags say.
-func adminFlagsWith(name, usage string, args []string, stderr io.Writer, nargs int, extra func(*flag.FlagSet)) (string, []string, bool) {
+func adminFlagsWith(name, usage string, args []string, stdout, stderr io.Writer, nargs int, extra func(*flag.FlagSet)) (string, []string, int, bool) {
 	fs := flag.NewFlagSet("raftcat "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	def := "http://127.0.0.1:8080"
 	if v := os.Getenv("RAFTCAT_ADDR"); v != "" {
 		def = v
 	}
-	addr := fs.String("addr", def, "base URL of any node of the cluster; https:// for a node serving TLS [RAFTCAT_ADDR]")
+	addr := fs.String("addr", def, "any node of the cluster: a base URL, https:// for a node serving TLS, or a bare host:port "+
+		"(https when --ca-file or --cert-file is given, else http) [RAFTCAT_ADDR]")
 	var opts clientOptions
 	opts.bindFlags(fs)
 	if extra != nil {
 		extra(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: raftcat %s\n\n", usage)
-		fs.PrintDefaults()
+	if code, ok := parseFlags(fs, args, stdout, stderr, usageText("Usage: raftcat "+usage+"\n\nFlags:\n")); !ok {
+		return "", nil, code, false
 	}
-	if err := fs.Parse(args); err != nil {
-		return "", nil, false
+	what := strings.TrimPrefix(usage[strings.LastIndex(usage, "]")+1:], " ")
+	if code, ok := wantArgs(fs, nargs, what, stderr); !ok {
+		return "", nil, code, false
 	}
-	if fs.NArg() != nargs && !(nargs == -1 && fs.NArg() <= 1) {
-		fs.Usage()
-		return "", nil, false
+	base, err := nodeURL(*addr, opts.caFile != "" || opts.certFile != "")
+	if err != nil {
+		return "", nil, badUsage(fs, stderr, "--addr: %v", err), false
 	}
 	client, err := newClient(opts, adminTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "raftcat %s: %v\n", name, err)
-		return "", nil, false
+		return "", nil, 2, false
 	}
 	adminClient = client
-	return strings.TrimRight(*addr, "/"), fs.Args(), true
+	return base, fs.Args(), 0, true
+}
+
+// nodeURL is the base URL --addr names: a URL as given, or a bare
+// host:port with the scheme the client's TLS flags imply.
+func nodeURL(addr string, tls bool) (string, error) {
+	addr = strings.TrimRight(addr, "/")
+	if !strings.Contains(addr, "://") {
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			return "", fmt.Errorf("%q is neither a URL (http://HOST:PORT) nor HOST:PORT", addr)
+		}
+		scheme := "http://"
+		if tls {
+			scheme = "https://"
+		}
+		addr = scheme + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%q is not an http:// or https:// URL of a node", addr)
+	}
+	return addr, nil
 }
 
 // adminTimeout bounds an admin command's request; backups take long.
@@ -85,34 +109,54 @@ func apiError(resp *http.Response) error {
 	return fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
 }
 
+const snapshotUsage = `Usage:
+  raftcat snapshot save [--addr URL] FILE      save a consistent backup of the whole catalog
+  raftcat snapshot inspect FILE                verify a backup and print what it holds
+  raftcat snapshot restore [--addr URL] FILE   replace the cluster's state with a backup
+
+Run each with --help for its flags.
+`
+
+const snapshotInspectHelp = `Usage: raftcat snapshot inspect FILE
+
+Verifies a backup made by 'raftcat snapshot save' (its checksum and that
+it decodes) and prints what it holds. It reads the file only.
+`
+
 func snapshotCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, "Usage: raftcat snapshot save|inspect|restore ...\n")
-		return 2
+	if len(args) == 0 || isHelpFlag(args[0]) {
+		w, code := stdout, 0
+		if len(args) == 0 {
+			w, code = stderr, 2
+		}
+		fmt.Fprint(w, snapshotUsage)
+		return code
 	}
 	var err error
 	switch args[0] {
 	case "save":
-		addr, pos, ok := adminFlags("snapshot save", "snapshot save [--addr URL] FILE", args[1:], stderr, 1)
+		addr, pos, code, ok := adminFlags("snapshot save", "snapshot save [--addr URL] FILE", args[1:], stdout, stderr, 1)
 		if !ok {
-			return 2
+			return code
 		}
 		err = snapshotSave(addr, pos[0], stdout)
 	case "inspect":
-		if len(args) != 2 {
-			fmt.Fprint(stderr, "Usage: raftcat snapshot inspect FILE\n")
-			return 2
+		fs := flag.NewFlagSet("raftcat snapshot inspect", flag.ContinueOnError)
+		if code, ok := parseFlags(fs, args[1:], stdout, stderr, usageText(snapshotInspectHelp)); !ok {
+			return code
 		}
-		err = snapshotInspect(args[1], stdout)
+		if code, ok := wantArgs(fs, 1, "FILE", stderr); !ok {
+			return code
+		}
+		err = snapshotInspect(fs.Arg(0), stdout)
 	case "restore":
-		addr, pos, ok := adminFlags("snapshot restore", "snapshot restore [--addr URL] FILE", args[1:], stderr, 1)
+		addr, pos, code, ok := adminFlags("snapshot restore", "snapshot restore [--addr URL] FILE", args[1:], stdout, stderr, 1)
 		if !ok {
-			return 2
+			return code
 		}
 		err = snapshotRestore(addr, pos[0], stdout)
 	default:
-		fmt.Fprintf(stderr, "raftcat snapshot: unknown subcommand %q (save, inspect, restore)\n", args[0])
-		return 2
+		return unknownCommand(stderr, "raftcat snapshot", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "raftcat snapshot "+args[0]+":", err)
@@ -235,9 +279,9 @@ func snapshotRestore(addr, file string, stdout io.Writer) error {
 }
 
 func membersCmd(args []string, stdout, stderr io.Writer) int {
-	addr, _, ok := adminFlags("members", "members [--addr URL]", args, stderr, 0)
+	addr, _, code, ok := adminFlags("members", "members [--addr URL]", args, stdout, stderr, 0)
 	if !ok {
-		return 2
+		return code
 	}
 	resp, err := adminClient.Get(addr + "/v1/cluster")
 	if err != nil {
@@ -288,9 +332,9 @@ func postCmd(name, path string, args []string, stdout, stderr io.Writer, nargs i
 	if nargs == 1 {
 		usage += " ID"
 	}
-	addr, pos, ok := adminFlags(name, usage, args, stderr, nargs)
+	addr, pos, code, ok := adminFlags(name, usage, args, stdout, stderr, nargs)
 	if !ok {
-		return 2
+		return code
 	}
 	body := map[string]string{}
 	if nargs == 1 {

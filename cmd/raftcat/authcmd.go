@@ -29,7 +29,7 @@ func authCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, authUsage)
 		return 0
 	}
-	sub := ""
+	sub, all := "", args
 	switch {
 	case len(args) >= 1 && args[0] == "whoami":
 		sub, args = args[0], args[1:]
@@ -40,8 +40,11 @@ func authCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	run, ok := authCommands[sub]
 	if !ok {
-		fmt.Fprintf(stderr, "raftcat auth: unknown command %q\n\n%s", sub, authUsage)
-		return 2
+		if helpAsked(all) {
+			fmt.Fprint(stdout, authUsage)
+			return 0
+		}
+		return unknownCommand(stderr, "raftcat auth", sub)
 	}
 	return run(args, stdout, stderr)
 }
@@ -87,12 +90,12 @@ func fail(stderr io.Writer, name string, err error) int {
 
 func principalCreate(args []string, stdout, stderr io.Writer) int {
 	service := false
-	addr, pos, ok := adminFlagsWith("auth principal create", "auth principal create [--addr URL] [--token T] [--service] NAME", args, stderr, 1,
+	addr, pos, code, ok := adminFlagsWith("auth principal create", "auth principal create [--addr URL] [--token T] [--service] NAME", args, stdout, stderr, 1,
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&service, "service", false, "a service principal, with OAuth2 client credentials (shown once)")
 		})
 	if !ok {
-		return 2
+		return code
 	}
 	typ := "user"
 	if service {
@@ -111,9 +114,9 @@ func principalCreate(args []string, stdout, stderr io.Writer) int {
 }
 
 func principalList(args []string, stdout, stderr io.Writer) int {
-	addr, _, ok := adminFlags("auth principal list", "auth principal list [--addr URL] [--token T]", args, stderr, 0)
+	addr, _, code, ok := adminFlags("auth principal list", "auth principal list [--addr URL] [--token T]", args, stdout, stderr, 0)
 	if !ok {
-		return 2
+		return code
 	}
 	var out struct {
 		Principals []struct {
@@ -137,9 +140,9 @@ func principalList(args []string, stdout, stderr io.Writer) int {
 }
 
 func principalDelete(args []string, stdout, stderr io.Writer) int {
-	addr, pos, ok := adminFlags("auth principal delete", "auth principal delete [--addr URL] [--token T] NAME", args, stderr, 1)
+	addr, pos, code, ok := adminFlags("auth principal delete", "auth principal delete [--addr URL] [--token T] NAME", args, stdout, stderr, 1)
 	if !ok {
-		return 2
+		return code
 	}
 	var p map[string]any
 	if err := authCall(addr, http.MethodDelete, "/principals/"+url.PathEscape(pos[0]), nil, &p); err != nil {
@@ -151,12 +154,12 @@ func principalDelete(args []string, stdout, stderr io.Writer) int {
 
 func tokenCreate(args []string, stdout, stderr io.Writer) int {
 	ttl := time.Duration(-1)
-	addr, pos, ok := adminFlagsWith("auth token create", "auth token create [--ttl D] [--addr URL] [--token T] [NAME]", args, stderr, -1,
+	addr, pos, code, ok := adminFlagsWith("auth token create", "auth token create [--ttl D] [--addr URL] [--token T] [NAME]", args, stdout, stderr, -1,
 		func(fs *flag.FlagSet) {
 			fs.DurationVar(&ttl, "ttl", -1, "how long the token lives, e.g. 720h; 0: it never expires (default: 90 days)")
 		})
 	if !ok {
-		return 2
+		return code
 	}
 	body := map[string]any{}
 	if len(pos) == 1 {
@@ -184,9 +187,9 @@ func tokenCreate(args []string, stdout, stderr io.Writer) int {
 }
 
 func tokenRevoke(args []string, stdout, stderr io.Writer) int {
-	addr, pos, ok := adminFlags("auth token revoke", "auth token revoke [--addr URL] [--token T] ID", args, stderr, 1)
+	addr, pos, code, ok := adminFlags("auth token revoke", "auth token revoke [--addr URL] [--token T] ID", args, stdout, stderr, 1)
 	if !ok {
-		return 2
+		return code
 	}
 	var t map[string]any
 	if err := authCall(addr, http.MethodDelete, "/tokens/"+url.PathEscape(pos[0]), nil, &t); err != nil {
@@ -197,9 +200,9 @@ func tokenRevoke(args []string, stdout, stderr io.Writer) int {
 }
 
 func whoami(args []string, stdout, stderr io.Writer) int {
-	addr, _, ok := adminFlags("auth whoami", "auth whoami [--addr URL] [--token T]", args, stderr, 0)
+	addr, _, code, ok := adminFlags("auth whoami", "auth whoami [--addr URL] [--token T]", args, stdout, stderr, 0)
 	if !ok {
-		return 2
+		return code
 	}
 	var w map[string]any
 	if err := authCall(addr, http.MethodGet, "/whoami", nil, &w); err != nil {

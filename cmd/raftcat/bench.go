@@ -21,10 +21,9 @@ import (
 // many-tables measurements.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "scale" {
-		return runBenchScale(args[1:])
+		return runBenchScale(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("raftcat bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg bench.Config
 	urls := fs.String("urls", "", "comma-separated HTTP URLs of an existing cluster (default: start three local nodes)")
 	caFile := fs.String("ca-file", os.Getenv("RAFTCAT_CA_FILE"), "CA certificate(s) (PEM) of a --urls cluster serving HTTPS (default: the system's trusted CAs) [RAFTCAT_CA_FILE]")
@@ -58,61 +57,58 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs, and the generated tables (default: a temporary one, removed afterwards)")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: raftcat bench [flags]\n       raftcat bench scale [flags]\n\n"+
-			"Drives the Delta API commit workload: each client loads its table, then commits the next\n"+
-			"version with add-commit asserting the table uuid (reporting the previous version as\n"+
-			"published); on 409 it reloads and retries. Without --urls it starts a three-node cluster of\n"+
-			"this binary on loopback with the flags scripts/local-cluster.sh uses. Reports commits/s,\n"+
-			"conflicts/s, p50/p90/p99/p99.9 commit latency (load to acknowledged commit, retries\n"+
-			"included) and errors, and writes them to --out as JSON.\n\n"+
-			"With --protocol iceberg the same cluster also runs the Iceberg REST commit path, in rounds\n"+
-			"alternating with the Delta one: each client loads its Iceberg table, then commits an append\n"+
-			"(a new snapshot made the main branch, expiring the loaded snapshot's parent) asserting the\n"+
-			"loaded snapshot with assert-ref-snapshot-id; on 409 it reloads and retries. Both results\n"+
-			"are reported, with Iceberg's throughput and latencies over Delta's.\n\n"+
-			"With --against-postgres it also runs the commit loop the way Unity Catalog OSS, Apache\n"+
-			"Polaris and Lakekeeper commit in PostgreSQL: load the table's version with a SELECT, then\n"+
-			"in one transaction UPDATE tables SET version = base+1 WHERE id = $1 AND version = base and\n"+
-			"INSERT the commit record; no row updated is the conflict (roll back, reload, retry). It\n"+
-			"runs initdb under --dir, starts a primary (fsync and synchronous_commit on) on loopback\n"+
-			"and --postgres-replicas streaming replicas r1, r2... made with pg_basebackup, sets\n"+
-			"synchronous_standby_names = 'ANY 1 (r1, r2)' and checks in pg_stat_replication that each\n"+
-			"replica streams as a synchronous candidate before measuring; every client talks to the\n"+
-			"primary. Run as root, PostgreSQL runs as the user postgres, who must be able to pass\n"+
-			"through a --dir given. Its processes and directory are removed when the bench ends,\n"+
-			"fails or is stopped (Ctrl-C, SIGTERM).\n\n"+
-			"With --protocol sharing it measures Delta Sharing queries instead: it writes a Delta log of\n"+
-			"--sharing-commits commits of --sharing-files-per-commit files (10,000 by default; no data\n"+
-			"files) under --dir, registers --sharing-tables identical copies as external tables, shares\n"+
-			"them with a recipient through UC REST and queries them as the Python client does (POST\n"+
-			".../query, responseformat=parquet), spread over the nodes. It reports the latency of the\n"+
-			"first query of each copy (cold), of repeated queries of one copy (cached: one client, then\n"+
-			"--clients concurrent ones, with queries/s), of a jsonPredicateHints query on one partition\n"+
-			"and of a read in pages of --sharing-max-files, checking every answer's file count.\n\n"+
-			"With --protocol lance it measures the Lance Namespace commit path (/lance) instead, on\n"+
-			"tables bench$lance$t<N> declared in a file:// warehouse under --dir (with --urls the nodes\n"+
-			"must read --dir at the same path). Per commit a client writes a staging manifest in its\n"+
-			"table's _versions/ directory and asks for version/create of the next version (V2 naming);\n"+
-			"on 409 it re-reads the latest version and retries. Client i commits to table i mod\n"+
-			"--lance-tables; then, in a window of its own, to group i mod --lance-tables of\n"+
-			"--lance-batch other tables, one version of each in one batch-commit request. The two\n"+
-			"windows alternate over --rounds. It reports commits/s and batches/s (and table\n"+
-			"versions/s), conflicts, p50/p90/p99 latency and errors, checks every table's latest\n"+
-			"version against the versions acknowledged, and writes them to --out as JSON.\n\n"+
-			"With --auth token the started cluster runs with authentication on (--auth=token) and every\n"+
-			"request carries its admin token; --token gives the token of a --urls cluster. With\n"+
-			"--against-auth-off the bench also starts a cluster without authentication and alternates\n"+
-			"rounds between the two, reporting auth-on over auth-off throughput and latencies; with\n"+
-			"--secure it compares a cluster with TLS, mutual TLS and encrypted gossip to one without.\n\n"+
-			"'raftcat bench scale --help' describes the million-table measurements.\n\n")
-		fs.PrintDefaults()
+	help := usageText("Usage: raftcat bench [flags]\n       raftcat bench scale [flags]\n\n" +
+		"Drives the Delta API commit workload: each client loads its table, then commits the next\n" +
+		"version with add-commit asserting the table uuid (reporting the previous version as\n" +
+		"published); on 409 it reloads and retries. Without --urls it starts a three-node cluster of\n" +
+		"this binary on loopback with the flags scripts/local-cluster.sh uses. Reports commits/s,\n" +
+		"conflicts/s, p50/p90/p99/p99.9 commit latency (load to acknowledged commit, retries\n" +
+		"included) and errors, and writes them to --out as JSON.\n\n" +
+		"With --protocol iceberg the same cluster also runs the Iceberg REST commit path, in rounds\n" +
+		"alternating with the Delta one: each client loads its Iceberg table, then commits an append\n" +
+		"(a new snapshot made the main branch, expiring the loaded snapshot's parent) asserting the\n" +
+		"loaded snapshot with assert-ref-snapshot-id; on 409 it reloads and retries. Both results\n" +
+		"are reported, with Iceberg's throughput and latencies over Delta's.\n\n" +
+		"With --against-postgres it also runs the commit loop the way Unity Catalog OSS, Apache\n" +
+		"Polaris and Lakekeeper commit in PostgreSQL: load the table's version with a SELECT, then\n" +
+		"in one transaction UPDATE tables SET version = base+1 WHERE id = $1 AND version = base and\n" +
+		"INSERT the commit record; no row updated is the conflict (roll back, reload, retry). It\n" +
+		"runs initdb under --dir, starts a primary (fsync and synchronous_commit on) on loopback\n" +
+		"and --postgres-replicas streaming replicas r1, r2... made with pg_basebackup, sets\n" +
+		"synchronous_standby_names = 'ANY 1 (r1, r2)' and checks in pg_stat_replication that each\n" +
+		"replica streams as a synchronous candidate before measuring; every client talks to the\n" +
+		"primary. Run as root, PostgreSQL runs as the user postgres, who must be able to pass\n" +
+		"through a --dir given. Its processes and directory are removed when the bench ends,\n" +
+		"fails or is stopped (Ctrl-C, SIGTERM).\n\n" +
+		"With --protocol sharing it measures Delta Sharing queries instead: it writes a Delta log of\n" +
+		"--sharing-commits commits of --sharing-files-per-commit files (10,000 by default; no data\n" +
+		"files) under --dir, registers --sharing-tables identical copies as external tables, shares\n" +
+		"them with a recipient through UC REST and queries them as the Python client does (POST\n" +
+		".../query, responseformat=parquet), spread over the nodes. It reports the latency of the\n" +
+		"first query of each copy (cold), of repeated queries of one copy (cached: one client, then\n" +
+		"--clients concurrent ones, with queries/s), of a jsonPredicateHints query on one partition\n" +
+		"and of a read in pages of --sharing-max-files, checking every answer's file count.\n\n" +
+		"With --protocol lance it measures the Lance Namespace commit path (/lance) instead, on\n" +
+		"tables bench$lance$t<N> declared in a file:// warehouse under --dir (with --urls the nodes\n" +
+		"must read --dir at the same path). Per commit a client writes a staging manifest in its\n" +
+		"table's _versions/ directory and asks for version/create of the next version (V2 naming);\n" +
+		"on 409 it re-reads the latest version and retries. Client i commits to table i mod\n" +
+		"--lance-tables; then, in a window of its own, to group i mod --lance-tables of\n" +
+		"--lance-batch other tables, one version of each in one batch-commit request. The two\n" +
+		"windows alternate over --rounds. It reports commits/s and batches/s (and table\n" +
+		"versions/s), conflicts, p50/p90/p99 latency and errors, checks every table's latest\n" +
+		"version against the versions acknowledged, and writes them to --out as JSON.\n\n" +
+		"With --auth token the started cluster runs with authentication on (--auth=token) and every\n" +
+		"request carries its admin token; --token gives the token of a --urls cluster. With\n" +
+		"--against-auth-off the bench also starts a cluster without authentication and alternates\n" +
+		"rounds between the two, reporting auth-on over auth-off throughput and latencies; with\n" +
+		"--secure it compares a cluster with TLS, mutual TLS and encrypted gossip to one without.\n\n" +
+		"'raftcat bench scale --help' describes the million-table measurements.\n\n")
+	if code, ok := parseFlags(fs, args, stdout, stderr, help); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
+		return code
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,10 +17,8 @@ import (
 // runBenchScale runs `raftcat bench scale [flags]`: the many-tables
 // measurements (memory per table, snapshot, restore, restart, a new
 // node's InstallSnapshot, load latency against a small baseline).
-func runBenchScale(args []string) int {
-	stdout, stderr := os.Stdout, os.Stderr
+func runBenchScale(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("raftcat bench scale", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg bench.ScaleConfig
 	fs.IntVar(&cfg.Tables, "tables", 1_000_000, "tables in the full state")
 	fs.IntVar(&cfg.Schemas, "schemas", 1_000, "schemas the tables are spread over (table i in schema i mod schemas)")
@@ -35,28 +33,21 @@ func runBenchScale(args []string) int {
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the snapshot files, node data dirs and logs (default: a temporary one, removed afterwards unless --keep)")
 	keep := fs.Bool("keep", false, "keep the temporary directory")
 	out := fs.String("out", "bench-scale.json", "where to write the machine-readable result")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: raftcat bench scale [flags]\n\n"+
-			"Builds a catalog of --tables managed tables in process by applying real encoded commands to\n"+
-			"the state machine (stage, create with the managed-table contract, --commits add-commits each)\n"+
-			"and reports its memory per table; writes its snapshot (size, time) and reads it back; starts\n"+
-			"three raftcat nodes of this binary on loopback and restores the snapshot through\n"+
-			"POST /v1/cluster/restore. Then it measures Delta API load latency against a --baseline-tables\n"+
-			"state and the full one, SIGKILLs and restarts a follower (snapshot plus log replay), and adds\n"+
-			"a fourth, empty node (InstallSnapshot), timing each until its state digest equals the\n"+
-			"leader's. The result goes to --out as JSON. At the defaults it needs about 10 GiB of disk,\n"+
-			"20 GiB of memory (four nodes of about 4.5 GiB each) and some 25 minutes on two cores.\n\n")
-		fs.PrintDefaults()
+	help := usageText("Usage: raftcat bench scale [flags]\n\n" +
+		"Builds a catalog of --tables managed tables in process by applying real encoded commands to\n" +
+		"the state machine (stage, create with the managed-table contract, --commits add-commits each)\n" +
+		"and reports its memory per table; writes its snapshot (size, time) and reads it back; starts\n" +
+		"three raftcat nodes of this binary on loopback and restores the snapshot through\n" +
+		"POST /v1/cluster/restore. Then it measures Delta API load latency against a --baseline-tables\n" +
+		"state and the full one, SIGKILLs and restarts a follower (snapshot plus log replay), and adds\n" +
+		"a fourth, empty node (InstallSnapshot), timing each until its state digest equals the\n" +
+		"leader's. The result goes to --out as JSON. At the defaults it needs about 10 GiB of disk,\n" +
+		"20 GiB of memory (four nodes of about 4.5 GiB each) and some 25 minutes on two cores.\n\n")
+	if code, ok := parseFlags(fs, args, stdout, stderr, help); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
+	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
+		return code
 	}
 	if *serveFlags != "" {
 		cfg.Flags = strings.Fields(*serveFlags)

@@ -19,7 +19,6 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 		return chaosCheck(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("raftcat chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg := chaos.Config{}
 	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long the workload runs under faults")
 	fs.IntVar(&cfg.Nodes, "nodes", 3, "cluster size (3 or 5)")
@@ -40,36 +39,36 @@ func chaosCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.LogStore, "raft-log-store", "", "every node's --raft-log-store: segments, boltdb or wal (default: the node's default)")
 	aim := fs.String("aim", "any", "whom the faults of one node hit: any (the leader or a follower, as the seed picks), leader, or follower")
 	fs.BoolVar(&cfg.Netns, "netns", true, "run each node in its own network namespace, adding partitions and latency to the faults (needs root; without it, kill and pause only)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n"+
-			"Starts a local cluster of raftcat processes, runs commit clients (Delta, or with\n"+
-			"--protocol iceberg Iceberg REST) against random nodes while killing (SIGKILL, restart from\n"+
-			"the data dir), pausing (SIGSTOP/SIGCONT), partitioning (iptables in per-node network\n"+
-			"namespaces) or slowing (netem) the leader or a follower, heals every fault, then checks the\n"+
-			"recorded history: linearizability per table, no acknowledged commit lost, every replica at\n"+
-			"the same state digest. Exits 1 on any violation. An Iceberg table is checked as a Delta\n"+
-			"table is: its versions are its snapshots' sequence numbers, each bound to its snapshot id;\n"+
-			"an unknown commit outcome is found out by loading the table (moved on: settled; still at\n"+
-			"the base: retried identically). With --protocol transactions every commit is one\n"+
-			"transaction across formats (POST .../transactions/commit) adding the next version to a\n"+
-			"group's Delta, Iceberg and Lance tables: a group is checked as one table whose versions are\n"+
-			"its transactions, and after healing every transaction, acknowledged, refused or of unknown\n"+
-			"outcome, must be in all three tables at the same version or in none.\n\n"+
-			"With --auth token the started cluster runs with authentication on and every request of the\n"+
-			"drill carries its admin token; against a compose cluster run with authentication, give its\n"+
-			"token with --token (or RAFTCAT_TOKEN). With --secure the started cluster runs with\n"+
-			"authentication, TLS, mutual TLS between nodes and encrypted gossip all on.\n\n"+
-			"With --disk-faults (on where FUSE can be mounted) every node's data directory is a fault\n"+
-			"filesystem: power-cut and torn cut one node's power (its unsynced writes are lost, or torn),\n"+
-			"power-cut-all every node's at once; fsync-eio fails the node's syncs (it must halt, exit 4),\n"+
-			"read-eio its raft log's reads, disk-full fills its disk (as leader it must refuse writes\n"+
-			"with 507 and resume by itself), slow adds 200 ms to each write and sync, bitrot flips bytes\n"+
-			"of its oldest raft log file on restart (it must refuse to start, exit 4, or never serve the\n"+
-			"damage). Each fault's outcome is printed, and every acknowledged commit must survive.\n\n")
-		fs.PrintDefaults()
+	help := usageText("Usage: raftcat chaos [flags]\n       raftcat chaos check HISTORY\n\n" +
+		"Starts a local cluster of raftcat processes, runs commit clients (Delta, or with\n" +
+		"--protocol iceberg Iceberg REST) against random nodes while killing (SIGKILL, restart from\n" +
+		"the data dir), pausing (SIGSTOP/SIGCONT), partitioning (iptables in per-node network\n" +
+		"namespaces) or slowing (netem) the leader or a follower, heals every fault, then checks the\n" +
+		"recorded history: linearizability per table, no acknowledged commit lost, every replica at\n" +
+		"the same state digest. Exits 1 on any violation. An Iceberg table is checked as a Delta\n" +
+		"table is: its versions are its snapshots' sequence numbers, each bound to its snapshot id;\n" +
+		"an unknown commit outcome is found out by loading the table (moved on: settled; still at\n" +
+		"the base: retried identically). With --protocol transactions every commit is one\n" +
+		"transaction across formats (POST .../transactions/commit) adding the next version to a\n" +
+		"group's Delta, Iceberg and Lance tables: a group is checked as one table whose versions are\n" +
+		"its transactions, and after healing every transaction, acknowledged, refused or of unknown\n" +
+		"outcome, must be in all three tables at the same version or in none.\n\n" +
+		"With --auth token the started cluster runs with authentication on and every request of the\n" +
+		"drill carries its admin token; against a compose cluster run with authentication, give its\n" +
+		"token with --token (or RAFTCAT_TOKEN). With --secure the started cluster runs with\n" +
+		"authentication, TLS, mutual TLS between nodes and encrypted gossip all on.\n\n" +
+		"With --disk-faults (on where FUSE can be mounted) every node's data directory is a fault\n" +
+		"filesystem: power-cut and torn cut one node's power (its unsynced writes are lost, or torn),\n" +
+		"power-cut-all every node's at once; fsync-eio fails the node's syncs (it must halt, exit 4),\n" +
+		"read-eio its raft log's reads, disk-full fills its disk (as leader it must refuse writes\n" +
+		"with 507 and resume by itself), slow adds 200 ms to each write and sync, bitrot flips bytes\n" +
+		"of its oldest raft log file on restart (it must refuse to start, exit 4, or never serve the\n" +
+		"damage). Each fault's outcome is printed, and every acknowledged commit must survive.\n\n")
+	if code, ok := parseFlags(fs, args, stdout, stderr, help); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
+		return code
 	}
 	if *faults != "" {
 		cfg.Faults = strings.Split(*faults, ",")
@@ -169,11 +168,23 @@ func outcomeOf(f chaos.Fault) string {
 	return ": " + f.Outcome
 }
 
+const chaosCheckHelp = "Usage: raftcat chaos check HISTORY\n" +
+	"\n" +
+	"Re-checks a recorded history (JSON lines): linearizability of every table,\n" +
+	"no acknowledged commit lost, no version bound to two files. A pre-check first\n" +
+	"proves stale reads, lost commits, versions bound to two files and reads of\n" +
+	"versions whose commit had not begun, naming the operations (their index in the\n" +
+	"history); porcupine searches only when it finds none. Exits 1 on any violation.\n\n"
+
 func chaosCheck(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprint(stderr, "Usage: raftcat chaos check HISTORY\n\nRe-checks a recorded history (JSON lines): linearizability of every table,\nno acknowledged commit lost, no version bound to two files. A pre-check first\nproves stale reads, lost commits, versions bound to two files and reads of\nversions whose commit had not begun, naming the operations (their index in the\nhistory); porcupine searches only when it finds none. Exits 1 on any violation.\n")
-		return 2
+	fs := flag.NewFlagSet("raftcat chaos check", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, args, stdout, stderr, usageText(chaosCheckHelp)); !ok {
+		return code
 	}
+	if code, ok := wantArgs(fs, 1, "HISTORY", stderr); !ok {
+		return code
+	}
+	args = fs.Args()
 	f, err := os.Open(args[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "raftcat chaos check:", err)

@@ -86,8 +86,8 @@ func TestHelpListsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"--node-id [RAFTCAT_NODE_ID]", "--bootstrap-expect [RAFTCAT_BOOTSTRAP_EXPECT]", "--storage-root", "--join"} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("help lacks %q:\n%s", want, errOut.String())
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
 	}
 	if code := run([]string{"bogus"}, &out, &errOut); code != 2 {
@@ -113,7 +113,7 @@ func TestObjectStoreSettingsFromFlagsAndEnvironment(t *testing.T) {
 	var out, errOut bytes.Buffer
 	run([]string{"serve", "--help"}, &out, &errOut)
 	for _, want := range []string{"--s3-endpoint [RAFTCAT_S3_ENDPOINT]", "--s3-path-style [RAFTCAT_S3_PATH_STYLE]", "--s3-region [RAFTCAT_S3_REGION]", "standard chain"} {
-		if !strings.Contains(errOut.String(), want) {
+		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,19 +37,30 @@ func gossipCmd(args []string, stdout, stderr io.Writer) int {
 	case len(args) >= 1 && isHelpFlag(args[0]):
 		fmt.Fprint(stdout, gossipUsage)
 		return 0
-	case len(args) == 1 && args[0] == "keygen":
-		return gossipKeygen(stdout, stderr)
+	case len(args) >= 1 && args[0] == "keygen":
+		return gossipKeygen(args[1:], stdout, stderr)
 	case len(args) >= 2 && args[0] == "keys" && args[1] == "list":
 		return gossipKeysList(args[2:], stdout, stderr)
 	case len(args) >= 2 && args[0] == "keys" && slices.Contains([]string{fsm.GossipKeyInstall, fsm.GossipKeyUse, fsm.GossipKeyRemove}, args[1]):
 		return gossipKeyChange(args[1], args[2:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "raftcat gossip: unknown command %q\n\n%s", strings.Join(args, " "), gossipUsage)
-	return 2
+	if helpAsked(args) {
+		fmt.Fprint(stdout, gossipUsage)
+		return 0
+	}
+	return unknownCommand(stderr, "raftcat gossip", strings.Join(args, " "))
 }
 
 // gossipKeygen prints a new 32-byte key (AES-256), as a key file holds it.
-func gossipKeygen(stdout, stderr io.Writer) int {
+func gossipKeygen(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("raftcat gossip keygen", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, args, stdout, stderr, usageText("Usage: raftcat gossip keygen\n\n"+
+		"Prints a new gossip key: the base64 of 32 random bytes (AES-256), as a --gossip-key-file holds it.\n")); !ok {
+		return code
+	}
+	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
+		return code
+	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		fmt.Fprintln(stderr, "raftcat gossip keygen:", err)
@@ -59,9 +71,9 @@ func gossipKeygen(stdout, stderr io.Writer) int {
 }
 
 func gossipKeysList(args []string, stdout, stderr io.Writer) int {
-	addr, _, ok := adminFlags("gossip keys list", "gossip keys list [--addr URL] [--token T]", args, stderr, 0)
+	addr, _, code, ok := adminFlags("gossip keys list", "gossip keys list [--addr URL] [--token T]", args, stdout, stderr, 0)
 	if !ok {
-		return 2
+		return code
 	}
 	keys, err := gossipKeysCall(addr, http.MethodGet, nil)
 	if err != nil {
@@ -75,9 +87,9 @@ func gossipKeysList(args []string, stdout, stderr io.Writer) int {
 // gossipKeyChange installs, uses or removes a key and prints the listing.
 func gossipKeyChange(op string, args []string, stdout, stderr io.Writer) int {
 	name := "gossip keys " + op
-	addr, pos, ok := adminFlags(name, name+" [--addr URL] [--token T] KEY (- reads it from stdin)", args, stderr, 1)
+	addr, pos, code, ok := adminFlags(name, name+" [--addr URL] [--token T] KEY (- reads it from stdin)", args, stdout, stderr, 1)
 	if !ok {
-		return 2
+		return code
 	}
 	keys, err := changeGossipKey(addr, op, pos[0])
 	if err != nil {

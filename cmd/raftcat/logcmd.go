@@ -44,20 +44,27 @@ const (
 )
 
 func logCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "show" && args[0] != "skip") {
+	switch {
+	case len(args) == 0:
 		fmt.Fprint(stderr, logUsage)
 		return 2
+	case isHelpFlag(args[0]):
+		fmt.Fprint(stdout, logUsage)
+		return 0
+	case args[0] != "show" && args[0] != "skip":
+		return unknownCommand(stderr, "raftcat log", args[0])
 	}
 	fs := flag.NewFlagSet("raftcat log "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, logUsage) }
 	dataDir := fs.String("data-dir", envOr("RAFTCAT_DATA_DIR", "./raftcat-data"), "the node's data directory")
 	index := fs.Uint64("index", 0, "the entry's raft index")
 	sha := fs.String("sha256", "", "the entry's sha256, as 'log show' prints it (skip)")
 	full := fs.Bool("full", false, "print the whole payload (show)")
 	force := fs.Bool("force", false, "record the decision on a node that did not halt on the entry (skip); see below")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args[1:], stdout, stderr, usageText(logUsage+"\nFlags:\n")); !ok {
+		return code
+	}
+	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
+		return code
 	}
 	if args[0] == "skip" {
 		return logSkip(*dataDir, *index, *sha, *force, stdout, stderr)

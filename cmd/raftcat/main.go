@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "serve":
-		return serve(args, stderr)
+		return serve(args, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(args, stdout, stderr)
 	case "snapshot":
@@ -114,8 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "raftcat: unknown command %q\n\n%s", cmd, usage)
-	return 2
+	return unknownCommand(stderr, "raftcat", cmd)
 }
 
 // isHelpFlag reports whether a first argument asks for the usage: every
@@ -137,20 +136,23 @@ func flagHelp(f *flag.Flag) string {
 	return line + "\n"
 }
 
-func serve(args []string, stderr io.Writer) int {
+// serveUsage is serve's help: every flag with its environment variable.
+func serveUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, "Usage: raftcat serve [flags]\n\nRuns one node. Start every node of a cluster with the same --bootstrap-expect\n"+
+		"and --join pointing at the others' gossip addresses; the cluster forms once\nthat many nodes see each other.\n\n"+
+		"Flags (environment variable in brackets):\n")
+	fs.VisitAll(func(f *flag.Flag) { fmt.Fprint(w, flagHelp(f)) })
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("raftcat serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg Config
 	cfg.bindFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: raftcat serve [flags]\n\nRuns one node. Start every node of a cluster with the same --bootstrap-expect\nand --join pointing at the others' gossip addresses; the cluster forms once\nthat many nodes see each other.\n\nFlags (environment variable in brackets):\n")
-		fs.VisitAll(func(f *flag.Flag) { fmt.Fprint(stderr, flagHelp(f)) })
+	if code, ok := parseFlags(fs, args, stdout, stderr, serveUsage); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
+		return code
 	}
 	if err := applyEnv(fs); err != nil {
 		fmt.Fprintln(stderr, "raftcat:", err)
@@ -331,11 +333,11 @@ var errDiskFailedLogged = errors.New("disk failed")
 
 func healthcheck(args []string, stdout, stderr io.Writer) int {
 	leader := false
-	addr, _, ok := adminFlagsWith("healthcheck", "healthcheck [--addr URL] [--leader]", args, stderr, 0, func(fs *flag.FlagSet) {
+	addr, _, code, ok := adminFlagsWith("healthcheck", "healthcheck [--addr URL] [--leader]", args, stdout, stderr, 0, func(fs *flag.FlagSet) {
 		fs.BoolVar(&leader, "leader", false, "exit 0 only if that node is also the leader (GET /readyz?leader; for scripts and load balancers, not container healthchecks: it fails on every follower)")
 	})
 	if !ok {
-		return 2
+		return code
 	}
 	path, what := "/readyz", "ready"
 	if leader {

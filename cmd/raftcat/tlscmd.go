@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -75,8 +74,11 @@ func tlsCmd(args []string, stdout, stderr io.Writer) int {
 	case "cert create":
 		return certCreate(args[2:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "raftcat tls: unknown command %q\n\n%s", sub, tlsUsage)
-	return 2
+	if helpAsked(args) {
+		fmt.Fprint(stdout, tlsUsage)
+		return 0
+	}
+	return unknownCommand(stderr, "raftcat tls", sub)
 }
 
 func caCreate(args []string, stdout, stderr io.Writer) int {
@@ -84,12 +86,11 @@ func caCreate(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory to write ca.pem and ca-key.pem to (required)")
 	name := fs.String("name", "raftcat-ca", "the CA's name (its certificate's common name)")
 	lifetime := fs.Duration("lifetime", tlsutil.DefaultCALifetime, "how long the CA is valid; the certificates it signs end by then")
-	if code, ok := parseTLSFlags(fs, caCreateHelp, args, stderr); !ok {
+	if code, ok := parseTLSFlags(fs, caCreateHelp, args, stdout, stderr); !ok {
 		return code
 	}
 	if *out == "" {
-		fmt.Fprintln(stderr, "raftcat tls ca create: --out DIR is required")
-		return 2
+		return badUsage(fs, stderr, "--out DIR is required")
 	}
 	if _, err := tlsutil.CreateCA(*out, *name, *lifetime); err != nil {
 		fmt.Fprintln(stderr, "raftcat tls ca create:", err)
@@ -108,12 +109,11 @@ func certCreate(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory to write NAME.pem and NAME-key.pem to (required)")
 	client := fs.Bool("client", false, "a client certificate, for the commands' --cert-file, instead of a node certificate")
 	lifetime := fs.Duration("lifetime", tlsutil.DefaultCertLifetime, "how long the certificate is valid (at most until the CA's end)")
-	if code, ok := parseTLSFlags(fs, certCreateHelp, args, stderr); !ok {
+	if code, ok := parseTLSFlags(fs, certCreateHelp, args, stdout, stderr); !ok {
 		return code
 	}
 	if *caDir == "" || *name == "" || *out == "" {
-		fmt.Fprintln(stderr, "raftcat tls cert create: --ca, --name and --out are required")
-		return 2
+		return badUsage(fs, stderr, "--ca, --name and --out are required")
 	}
 	if err := certCreateIn(*caDir, *name, *hosts, *out, *client, *lifetime, stdout); err != nil {
 		fmt.Fprintln(stderr, "raftcat tls cert create:", err)
@@ -151,21 +151,9 @@ func splitHosts(s string) []string {
 
 // parseTLSFlags parses a tls command's flags; ok is false when the
 // command ends there, with code its exit status (0 after --help).
-func parseTLSFlags(fs *flag.FlagSet, help string, args []string, stderr io.Writer) (code int, ok bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, help)
-		fs.PrintDefaults()
+func parseTLSFlags(fs *flag.FlagSet, help string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	if code, ok := parseFlags(fs, args, stdout, stderr, usageText(help)); !ok {
+		return code, false
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return 2, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "raftcat %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return 2, false
-	}
-	return 0, true
+	return wantArgs(fs, 0, "", stderr)
 }

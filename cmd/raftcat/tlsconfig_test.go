@@ -132,27 +132,27 @@ func TestTLSHelp(t *testing.T) {
 	for _, f := range []string{"--tls-cert-file [RAFTCAT_TLS_CERT_FILE]", "--tls-key-file [RAFTCAT_TLS_KEY_FILE]",
 		"--tls-client-ca-file [RAFTCAT_TLS_CLIENT_CA_FILE]", "--cluster-tls-ca-file [RAFTCAT_CLUSTER_TLS_CA_FILE]",
 		"--cluster-tls-cert-file [RAFTCAT_CLUSTER_TLS_CERT_FILE]", "--cluster-tls-key-file [RAFTCAT_CLUSTER_TLS_KEY_FILE]"} {
-		if !strings.Contains(errOut.String(), f) {
+		if !strings.Contains(out.String(), f) {
 			t.Errorf("serve --help lacks %s", f)
 		}
 	}
 	for _, cmd := range [][]string{{"healthcheck"}, {"members"}, {"snapshot", "save"}, {"leave"}, {"auth", "whoami"}} {
-		errOut.Reset()
+		out.Reset()
 		run(append(cmd, "--help"), &out, &errOut)
-		if !containsAll(errOut.String(), []string{"RAFTCAT_CA_FILE", "RAFTCAT_CERT_FILE", "RAFTCAT_KEY_FILE", "RAFTCAT_TOKEN", "RAFTCAT_ADDR"}) {
-			t.Errorf("%v --help lacks the client flags:\n%s", cmd, errOut.String())
+		if !containsAll(out.String(), []string{"RAFTCAT_CA_FILE", "RAFTCAT_CERT_FILE", "RAFTCAT_KEY_FILE", "RAFTCAT_TOKEN", "RAFTCAT_ADDR"}) {
+			t.Errorf("%v --help lacks the client flags:\n%s", cmd, out.String())
 		}
 	}
-	errOut.Reset()
+	out.Reset()
 	if code := run([]string{"tls", "cert", "create", "--help"}, &out, &errOut); code != 0 {
 		t.Fatalf("tls cert create --help: exit %d", code)
 	}
-	if !containsAll(errOut.String(), []string{"--tls-cert-file", "--cluster-tls-cert-file", "--client", "--cert-file and --key-file"}) {
-		t.Errorf("tls cert create --help does not say which flags take the files:\n%s", errOut.String())
+	if !containsAll(out.String(), []string{"--tls-cert-file", "--cluster-tls-cert-file", "--client", "--cert-file and --key-file"}) {
+		t.Errorf("tls cert create --help does not say which flags take the files:\n%s", out.String())
 	}
-	errOut.Reset()
+	out.Reset()
 	run([]string{"tls", "ca", "create", "--help"}, &out, &errOut)
-	if !containsAll(errOut.String(), []string{"ca.pem", "ca-key.pem", "--cluster-tls-ca-file", "--tls-client-ca-file", "--ca-file"}) {
-		t.Errorf("tls ca create --help does not say which flags take the files:\n%s", errOut.String())
+	if !containsAll(out.String(), []string{"ca.pem", "ca-key.pem", "--cluster-tls-ca-file", "--tls-client-ca-file", "--ca-file"}) {
+		t.Errorf("tls ca create --help does not say which flags take the files:\n%s", out.String())
 	}
 }
