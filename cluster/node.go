@@ -26,6 +26,7 @@ import (
 // Node is one member of a raftcat cluster.
 type Node struct {
 	cfg     Config
+	lock    *dirLock // the data directory, held while the node runs
 	log     *slog.Logger
 	machine *fsm.Machine
 	fsm     *machineFSM
@@ -108,8 +109,14 @@ func Open(cfg Config) (*Node, error) {
 	if err := dirsync.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n.lock = lock
 	n.disk = newDisk(cfg.DataDir, cfg.MinFreeDisk)
 	if _, _, err := n.disk.check(); err != nil {
+		n.closeStores()
 		return nil, fmt.Errorf("read the free space of %s: %w", cfg.DataDir, err)
 	}
 	if err := n.openRaft(); err != nil {
@@ -377,6 +384,7 @@ func (n *Node) closeStores() {
 	if n.store != nil {
 		_ = n.store.Close()
 	}
+	n.lock.release()
 }
 
 // stopped reports whether Shutdown has begun.

@@ -181,6 +181,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			log.Error("raftcat will not start", "err", err)
 			return exitHalted
 		}
+		if errors.Is(err, cluster.ErrDataDirInUse) {
+			log.Error("raftcat will not start", "err", err)
+			return 1
+		}
 		log.Error("raftcat stopped with an error", "err", err)
 		return 1
 	}
