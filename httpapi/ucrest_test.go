@@ -23,6 +23,24 @@ func TestAdminEndpoints(t *testing.T) {
 		}
 	})
 
+	t.Run("the root points at the APIs and the status page", func(t *testing.T) {
+		a := a.with(t)
+		r := a.ok(http.StatusOK, http.MethodGet, "/", nil)
+		if dig(r.body, "endpoints", "status_page") != "/ui/" || dig(r.body, "endpoints", "iceberg_rest") == nil {
+			t.Fatalf("GET / = %s", r.raw)
+		}
+		req, _ := http.NewRequest(http.MethodGet, a.base+"/", nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml")
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
+			t.Fatalf("GET / from a browser: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	})
+
 	t.Run("leader check", func(t *testing.T) {
 		a := a.with(t)
 		for p, want := range map[string]string{"/readyz?leader": "leader", "/readyz?leader=true": "leader", "/readyz?leader=false": "ready"} {

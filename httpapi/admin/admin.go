@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -79,6 +80,7 @@ func Register(core *httpapi.Server, ops Operations, cfg Config) *Server {
 }
 
 func (s *Server) routes(e *httpapi.Routes) {
+	e.GET("/", httpapi.Public(), index)
 	e.GET("/healthz", httpapi.Public(), func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID()})
 	})
@@ -105,6 +107,28 @@ func (s *Server) routes(e *httpapi.Routes) {
 	g.POST("/leave", admin, s.leave)
 	g.GET("/gossip-keys", admin, s.listGossipKeys, s.core.ToLeader)
 	g.POST("/gossip-keys", admin, httpapi.Write(s.core, s.buildGossipKey, nil, s.gossipKeysAnswer), s.core.ToLeader)
+}
+
+// entryPoints are the base paths a node serves, as GET / lists them.
+var entryPoints = map[string]string{
+	"status_page":         "/ui/",
+	"unity_catalog_rest":  "/api/2.1/unity-catalog",
+	"unity_catalog_delta": "/api/2.1/unity-catalog/delta/v1",
+	"iceberg_rest":        "/api/2.1/unity-catalog/iceberg/v1/config",
+	"delta_sharing":       "/delta-sharing",
+	"lance_namespace":     "/lance/v1",
+	"cluster":             "/v1/cluster",
+	"health":              "/healthz",
+	"readiness":           "/readyz",
+}
+
+// index (GET /) sends a browser to the status page and tells any other
+// client where the APIs are.
+func index(c echo.Context) error {
+	if strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html") {
+		return c.Redirect(http.StatusFound, "/ui/")
+	}
+	return c.JSON(http.StatusOK, map[string]any{"service": "raftcat", "endpoints": entryPoints})
 }
 
 // leaderCheck (GET /readyz?leader) answers 200 only on the leader, once

@@ -326,6 +326,12 @@ func removalCases(t *testing.T, c *client, w *warehouse) {
 	for _, p := range []string{t1 + "/query", t1 + "/insert", t1 + "/create_index", t1 + "/tags/list", t1 + "/branches/create", "/v1/transaction/x/describe"} {
 		c.fails(c.post(p, map[string]any{}), 406, 0)
 	}
+	// A served path with another method is a 405 naming what it takes.
+	for path, allow := range map[string]string{"/v1/namespace/" + esc("lake", "ns") + "/describe": "POST", "/v1/table": "GET"} {
+		if r := c.fails(c.do("DELETE", path, nil), 405, 0); r.Header.Get("Allow") != allow {
+			t.Fatalf("DELETE %s: Allow %q, want %q", path, r.Header.Get("Allow"), allow)
+		}
+	}
 	// L-31
 	ns := "/v1/namespace/" + esc("lake", "ns") + "/drop"
 	c.fails(c.post(ns, map[string]any{}), 409, 3)

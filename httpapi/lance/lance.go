@@ -46,8 +46,11 @@ package lance
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -96,11 +99,44 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 	for _, rt := range routes {
 		g.Add(rt.method, rt.path, rt.rule, rt.handler(s))
 	}
-	g.Any("/*", httpapi.AnyCaller(), func(echo.Context) error {
-		return unsupported("This operation is not served by this catalog (it serves namespaces, tables and versions)")
-	})
+	g.Any("/*", httpapi.AnyCaller(), notServed)
 	core.AddTxPlanner("lance", s.planTxOp)
 	return s
+}
+
+// notServed answers what no route takes: a route's path with another
+// method is a 405 naming the methods it takes in Allow, as every other
+// protocol answers; any other path is an operation this catalog does not
+// serve.
+func notServed(c echo.Context) error {
+	path := strings.TrimPrefix(c.Request().URL.Path, Prefix)
+	var allow []string
+	for _, rt := range routes {
+		if pathMatches(rt.path, path) && !slices.Contains(allow, rt.method) {
+			allow = append(allow, rt.method)
+		}
+	}
+	if len(allow) == 0 {
+		return unsupported("This operation is not served by this catalog (it serves namespaces, tables and versions)")
+	}
+	c.Response().Header().Set(echo.HeaderAllow, strings.Join(allow, ", "))
+	return &httpapi.KindError{Status: http.StatusMethodNotAllowed, Kind: fmt.Sprint(codeUnsupported),
+		Message: fmt.Sprintf("%s is not allowed on %s: use %s", c.Request().Method, c.Request().URL.Path, strings.Join(allow, " or "))}
+}
+
+// pathMatches reports whether path fits a route's pattern, whose :name
+// segments match any one segment.
+func pathMatches(pattern, path string) bool {
+	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		if !strings.HasPrefix(want[i], ":") && want[i] != got[i] {
+			return false
+		}
+	}
+	return true
 }
 
 type route struct {
