@@ -253,6 +253,9 @@ func (f *levelFilter) Write(p []byte) (int, error) {
 			break
 		}
 	}
+	if level == slog.LevelWarn && firstElection(line) {
+		level = slog.LevelInfo
+	}
 	if f.special != nil && level > slog.LevelDebug {
 		if msg, attrs, ok := f.special(line); ok {
 			f.l.Warn(msg, attrs...)
@@ -261,6 +264,15 @@ func (f *levelFilter) Write(p []byte) (int, error) {
 	}
 	f.l.Log(context.Background(), level, line)
 	return len(p), nil
+}
+
+// firstElection reports whether raft's line is the election a node starts
+// when it has never known a leader (a fresh node, or one just restarted):
+// that is how a cluster begins, not a warning. The same line after a
+// leader was lost names that leader and stays a warning.
+func firstElection(line string) bool {
+	return strings.HasPrefix(line, "raft: heartbeat timeout reached, starting election") &&
+		strings.Contains(line, "last-leader-addr=") && strings.Trim(fieldOf(line, "last-leader-addr="), `"`) == ""
 }
 
 // keyMismatches are memberlist's words for a message from a node that
