@@ -107,7 +107,9 @@ func entrySum(index, term uint64, typ raft.LogType, data, ext []byte) uint32 {
 
 // verifyLog reads every entry of logs back, so that a node whose log was
 // damaged while it was down refuses to start instead of halting on the
-// damage later (or serving it, before this check existed).
+// damage later (or serving it). An entry the store cannot read back at
+// all is damage too (raft-wal v0.4.0 can lose a sealed segment's index
+// when killed: "sealed segment has no index block").
 func verifyLog(logs raft.LogStore) error {
 	first, err := logs.FirstIndex()
 	if err != nil {
@@ -119,8 +121,13 @@ func verifyLog(logs raft.LogStore) error {
 	}
 	var l raft.Log
 	for i := first; i <= last; i++ {
-		if err := logs.GetLog(i, &l); err != nil && !errors.Is(err, raft.ErrLogNotFound) {
-			return fmt.Errorf("read raft log entry %d of %d–%d: %w", i, first, last, err)
+		err := logs.GetLog(i, &l)
+		switch {
+		case err == nil, errors.Is(err, raft.ErrLogNotFound):
+		case errors.Is(err, ErrLogDamaged):
+			return err
+		default: // the store cannot read its own files back
+			return fmt.Errorf("%w: reading entry %d of %d–%d: %w", ErrLogDamaged, i, first, last, err)
 		}
 	}
 	return nil
