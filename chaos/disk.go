@@ -262,8 +262,15 @@ func (c *LocalCluster) logCutBack(i int) (uint64, bool) {
 }
 
 // selfExit says, if node i exited by itself, why and with what status
-// (recorded in f), and "" if it runs.
+// (recorded in f), and "" if it runs. A node that logged its halt is
+// waited for (up to haltExitWait): it stops serving and leaves raft
+// before it exits, which may outlast the fault.
 func (c *LocalCluster) selfExit(f *Fault, i int) string {
+	if c.Running(i) && c.haltLogged(i) {
+		ctx, cancel := context.WithTimeout(context.Background(), haltExitWait)
+		_, _ = c.WaitExit(ctx, i)
+		cancel()
+	}
 	if c.Running(i) {
 		return ""
 	}
@@ -293,6 +300,16 @@ var exitReasons = []struct{ logged, reason string }{
 	// After "raftcat will not start" on its line: the halt it keeps.
 	{"node halted on a log entry it cannot apply", "refused to start: halted on a log entry it cannot apply"},
 	{"raftcat stopped with an error", "stopped with an error"},
+}
+
+// haltExitWait bounds the wait for a node that logged its halt to exit.
+const haltExitWait = 15 * time.Second
+
+// haltLogged reports whether node i's running process logged that it
+// halts.
+func (c *LocalCluster) haltLogged(i int) bool {
+	raw, err := os.ReadFile(c.logPath(i))
+	return err == nil && int64(len(raw)) >= c.logOff[i] && strings.Contains(string(raw[c.logOff[i]:]), "halting: ")
 }
 
 // exitReason reads why node i's last process stopped from what it logged.

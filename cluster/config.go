@@ -85,7 +85,7 @@ type Config struct {
 	DiskCheckInterval time.Duration
 	// SlowDiskThreshold is the median duration of the leader's log writes
 	// and syncs over SlowDiskWindow beyond which it hands leadership to
-	// another voter (0: 250ms; negative: never). SlowDiskWindow 0: 10s.
+	// another voter (0: 100ms; negative: never). SlowDiskWindow 0: 10s.
 	SlowDiskThreshold time.Duration
 	SlowDiskWindow    time.Duration
 

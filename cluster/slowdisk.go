@@ -18,7 +18,7 @@ import (
 
 // Defaults of the slow-disk policy.
 const (
-	defaultSlowDiskThreshold = 250 * time.Millisecond
+	defaultSlowDiskThreshold = 100 * time.Millisecond
 	defaultSlowDiskWindow    = 10 * time.Second
 	slowDiskMinSamples       = 5
 )
