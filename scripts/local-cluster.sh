@@ -2,7 +2,8 @@
 # Runs a raftcat cluster of local processes on this host.
 #
 #   scripts/local-cluster.sh start [N] [--token T] [--secure|--insecure]
-#                                        build raftcat, start N nodes (default 3), wait until ready
+#                                        build raftcat (go build, reusing Go's build cache),
+#                                        start N nodes (default 3), wait until ready
 #   scripts/local-cluster.sh stop        stop the nodes (SIGTERM, then SIGKILL after 15 s)
 #   scripts/local-cluster.sh status      show each node's pid and /v1/cluster view
 #   scripts/local-cluster.sh clean       stop and delete the cluster's data
@@ -85,6 +86,18 @@ bearer() {
   printf 'Authorization: %s' "${token:+Bearer $token}"
 }
 
+# build builds raftcat into $bin. Go's build cache makes this quick once
+# the first build is done, and a binary whose sources did not change is
+# left as it is. It builds with the same settings as a plain `go build`,
+# so the cache of that build serves this one too.
+build() {
+  mkdir -p "$dir/bin"
+  echo "building raftcat (go build -o $bin ./cmd/raftcat; a first build takes a few minutes, later ones seconds)..."
+  local t0=$SECONDS
+  (cd "$here" && go build -o "$bin" ./cmd/raftcat)
+  echo "built raftcat in $((SECONDS - t0)) s"
+}
+
 start() {
   local n=3 token= insecure= secure=
   while [ $# -gt 0 ]; do
@@ -96,11 +109,10 @@ start() {
     esac
     shift
   done
-  mkdir -p "$dir/bin"
-  (cd "$here" && CGO_ENABLED=0 go build -o "$bin" ./cmd/raftcat)
   if [ -n "$secure" ] && [ -n "$insecure" ]; then
     echo "local-cluster.sh: --secure and --insecure do not go together" >&2; exit 2
   fi
+  build
   [ -z "$secure" ] || make_tls "$n"
   local auth=(--auth=none)
   if [ -z "$insecure" ]; then
@@ -174,10 +186,13 @@ status() {
   done
 }
 
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p;}' "$0"; }
+
 case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
   status) status ;;
   clean) stop; rm -rf "$dir" ;;
-  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  -h | --help | help) usage ;;
+  *) usage; exit 2 ;;
 esac
