@@ -14,7 +14,8 @@
 # RAFTCAT_GOSSIP_BASE; the state lives in RAFTCAT_CLUSTER_DIR (default ./.cluster).
 # RAFTCAT_STORAGE_ROOT sets the managed storage root of a new cluster
 # (default file://$RAFTCAT_CLUSTER_DIR/warehouse); the other RAFTCAT_*
-# variables reach every node.
+# variables reach every node. RAFTCAT_BIN names a raftcat binary to run
+# instead of building one into $RAFTCAT_CLUSTER_DIR/bin.
 #
 # Every node runs with --auth=token and the admin token in
 # $RAFTCAT_CLUSTER_DIR/admin.token (mode 0600). A cluster without that file
@@ -31,7 +32,7 @@ dir=${RAFTCAT_CLUSTER_DIR:-$here/.cluster}
 http_base=${RAFTCAT_HTTP_BASE:-8080}
 raft_base=${RAFTCAT_RAFT_BASE:-8310}
 gossip_base=${RAFTCAT_GOSSIP_BASE:-8320}
-bin=$dir/bin/raftcat
+bin=${RAFTCAT_BIN:-$dir/bin/raftcat}
 token_file=$dir/admin.token
 
 tls_dir=$dir/tls
@@ -86,11 +87,16 @@ bearer() {
   printf 'Authorization: %s' "${token:+Bearer $token}"
 }
 
-# build builds raftcat into $bin. Go's build cache makes this quick once
-# the first build is done, and a binary whose sources did not change is
-# left as it is. It builds with the same settings as a plain `go build`,
-# so the cache of that build serves this one too.
+# build builds raftcat into $bin, unless RAFTCAT_BIN names a binary. Go's
+# build cache makes this quick once the first build is done, and a binary
+# whose sources did not change is left as it is (no relink). It builds with
+# the same settings as a plain `go build`, so the cache of that build
+# serves this one too.
 build() {
+  if [ -n "${RAFTCAT_BIN:-}" ]; then
+    echo "using the raftcat binary $bin (RAFTCAT_BIN), without building"
+    return
+  fi
   mkdir -p "$dir/bin"
   echo "building raftcat (go build -o $bin ./cmd/raftcat; a first build takes a few minutes, later ones seconds)..."
   local t0=$SECONDS
