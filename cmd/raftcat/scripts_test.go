@@ -50,18 +50,13 @@ var walkthroughs = []string{"walkthrough.sh", "walkthrough-iceberg.sh", "walkthr
 // The script builds raftcat itself.
 func TestLocalClusterScriptAndWalkthrough(t *testing.T) { localClusterScript(t, 3, "", "") }
 
-// TestLocalClusterScriptSecure is the same with start --secure: the nodes
-// serve HTTPS with the CA the script made (a plain HTTP request is
-// refused), talk to each other over mutual TLS and encrypt gossip; the
-// walk-throughs and status reach them trusting that CA.
-func TestLocalClusterScriptSecure(t *testing.T) {
-	localClusterScript(t, 3, "--secure", raftcatBinary(t))
-}
-
 // TestWalkthroughScripts runs every walk-through script, twice (they can
 // run again on the same catalog), against a fresh single node and a fresh
 // three-node cluster, each with authentication and TLS off (--insecure)
-// and on (--secure). With a wrong token every script fails at once, with
+// and on (start --secure: the nodes serve HTTPS with the CA the script
+// made, a plain HTTP request is refused, they talk to each other over
+// mutual TLS and encrypt gossip; the walk-throughs and status reach them
+// trusting that CA). With a wrong token every script fails at once, with
 // the status it got.
 func TestWalkthroughScripts(t *testing.T) {
 	for _, nodes := range []int{1, 3} {
