@@ -2,7 +2,8 @@
 # Runs a raftcat cluster of local processes on this host.
 #
 #   scripts/local-cluster.sh start [N] [--token T] [--secure|--insecure]
-#                                        build raftcat, start N nodes (default 3), wait until ready
+#                                        build raftcat (go build, reusing Go's build cache),
+#                                        start N nodes (default 3), wait until ready
 #   scripts/local-cluster.sh stop        stop the nodes (SIGTERM, then SIGKILL after 15 s)
 #   scripts/local-cluster.sh status      show each node's pid and /v1/cluster view
 #   scripts/local-cluster.sh clean       stop and delete the cluster's data
@@ -13,7 +14,8 @@
 # RAFTCAT_GOSSIP_BASE; the state lives in RAFTCAT_CLUSTER_DIR (default ./.cluster).
 # RAFTCAT_STORAGE_ROOT sets the managed storage root of a new cluster
 # (default file://$RAFTCAT_CLUSTER_DIR/warehouse); the other RAFTCAT_*
-# variables reach every node.
+# variables reach every node. RAFTCAT_BIN names a raftcat binary to run
+# instead of building one into $RAFTCAT_CLUSTER_DIR/bin.
 #
 # Every node runs with --auth=token and the admin token in
 # $RAFTCAT_CLUSTER_DIR/admin.token (mode 0600). A cluster without that file
@@ -30,7 +32,7 @@ dir=${RAFTCAT_CLUSTER_DIR:-$here/.cluster}
 http_base=${RAFTCAT_HTTP_BASE:-8080}
 raft_base=${RAFTCAT_RAFT_BASE:-8310}
 gossip_base=${RAFTCAT_GOSSIP_BASE:-8320}
-bin=$dir/bin/raftcat
+bin=${RAFTCAT_BIN:-$dir/bin/raftcat}
 token_file=$dir/admin.token
 
 tls_dir=$dir/tls
@@ -85,6 +87,23 @@ bearer() {
   printf 'Authorization: %s' "${token:+Bearer $token}"
 }
 
+# build builds raftcat into $bin, unless RAFTCAT_BIN names a binary. Go's
+# build cache makes this quick once the first build is done, and a binary
+# whose sources did not change is left as it is (no relink). It builds with
+# the same settings as a plain `go build`, so the cache of that build
+# serves this one too.
+build() {
+  if [ -n "${RAFTCAT_BIN:-}" ]; then
+    echo "using the raftcat binary $bin (RAFTCAT_BIN), without building"
+    return
+  fi
+  mkdir -p "$dir/bin"
+  echo "building raftcat (go build -o $bin ./cmd/raftcat; a first build takes a few minutes, later ones seconds)..."
+  local t0=$SECONDS
+  (cd "$here" && go build -o "$bin" ./cmd/raftcat)
+  echo "built raftcat in $((SECONDS - t0)) s"
+}
+
 start() {
   local n=3 token= insecure= secure=
   while [ $# -gt 0 ]; do
@@ -96,11 +115,10 @@ start() {
     esac
     shift
   done
-  mkdir -p "$dir/bin"
-  (cd "$here" && CGO_ENABLED=0 go build -o "$bin" ./cmd/raftcat)
   if [ -n "$secure" ] && [ -n "$insecure" ]; then
     echo "local-cluster.sh: --secure and --insecure do not go together" >&2; exit 2
   fi
+  build
   [ -z "$secure" ] || make_tls "$n"
   local auth=(--auth=none)
   if [ -z "$insecure" ]; then
@@ -174,10 +192,13 @@ status() {
   done
 }
 
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p;}' "$0"; }
+
 case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
   status) status ;;
   clean) stop; rm -rf "$dir" ;;
-  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  -h | --help | help) usage ;;
+  *) usage; exit 2 ;;
 esac
