@@ -53,3 +53,30 @@ func TestCheckedLogReadsOlderEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestADamagedReadIsToldAsDamage: a damaged entry read while the node
+// runs reaches the disk-failure path as ErrLogDamaged, so the node halts
+// saying so rather than applying or replicating it.
+func TestADamagedReadIsToldAsDamage(t *testing.T) {
+	store, err := raftboltdb.NewBoltStore(filepath.Join(t.TempDir(), "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var told []error
+	logs := logWrites{LogStore: checkedLog{LogStore: store}, failed: func(_ string, err error) { told = append(told, err) }}
+	if err := logs.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("entry")}}); err != nil {
+		t.Fatal(err)
+	}
+	var raw raft.Log
+	if err := store.GetLog(1, &raw); err != nil {
+		t.Fatal(err)
+	}
+	raw.Data[0] ^= 1
+	if err := store.StoreLog(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.GetLog(1, new(raft.Log)); !errors.Is(err, ErrLogDamaged) || len(told) != 1 || !errors.Is(told[0], ErrLogDamaged) {
+		t.Fatalf("GetLog = %v; told %v", err, told)
+	}
+}
