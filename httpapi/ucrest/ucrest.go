@@ -177,6 +177,9 @@ func normalizeRoot(root string) (string, error) {
 	if root == "" {
 		return "", nil
 	}
+	if err := httpapi.CheckSize("storage_root", root, httpapi.MaxLocationBytes); err != nil {
+		return "", err
+	}
 	n, err := storage.Normalize(root)
 	if err != nil {
 		return "", httpapi.Invalid("Invalid storage_root: %v", err)
@@ -197,6 +200,9 @@ func buildCreateCatalog(in *httpapi.In[createContainerReq]) (*fsm.CreateCatalog,
 // name, storage root and properties.
 func containerParts(in *httpapi.In[createContainerReq]) (name, root string, props map[string]string, err error) {
 	if name, err = httpapi.RequiredName(in.Body.Name, "name"); err != nil {
+		return "", "", nil, err
+	}
+	if err = httpapi.CheckComment("comment", &in.Body.Comment); err != nil {
 		return "", "", nil, err
 	}
 	if root, err = normalizeRoot(in.Body.StorageRoot); err != nil {
@@ -291,6 +297,9 @@ func checkUpdate(req updateContainerReq) (*map[string]string, error) {
 			return nil, err
 		}
 	}
+	if err := httpapi.CheckComment("comment", req.Comment); err != nil {
+		return nil, err
+	}
 	if req.Properties == nil {
 		return nil, nil
 	}
@@ -301,9 +310,9 @@ func checkUpdate(req updateContainerReq) (*map[string]string, error) {
 	return &props, nil
 }
 
-// properties returns a request's properties, refusing JSON null values:
-// a property's value is a string, and a null would otherwise be stored
-// as "".
+// properties returns a request's properties, refusing JSON null values
+// (a property's value is a string, and a null would otherwise be stored
+// as "") and keys and values over their size limits.
 func properties(in map[string]*string) (map[string]string, error) {
 	if in == nil {
 		return nil, nil
@@ -316,7 +325,7 @@ func properties(in map[string]*string) (map[string]string, error) {
 		}
 		out[k] = *in[k]
 	}
-	return out, nil
+	return out, httpapi.CheckProperties("properties", out)
 }
 
 func buildUpdateCatalog(in *httpapi.In[updateContainerReq]) (*fsm.UpdateCatalog, error) {
