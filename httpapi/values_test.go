@@ -385,11 +385,12 @@ func TestFastInvalidUTF8NamesTheField(t *testing.T) {
 	ucErr(t, a.do(http.MethodPost, apiPrefix+"/catalogs", "{\"name\":\"u8f_b\",\"properties\":{\"a\":\"x\",\"k\":\"\xc3\"}}"), 400, "INVALID_ARGUMENT",
 		"UTF-8", "'properties.k'")
 	ucErr(t, a.do(http.MethodPost, apiPrefix+"/catalogs", "{\"name\":\"u8f_c\",\"properties\":{\"k\xff\":\"v\"}}"), 400, "INVALID_ARGUMENT",
-		"UTF-8", "a key in 'properties'")
+		"UTF-8", "A key in 'properties'")
 	_, sch := a.newSchema()
 	b := `{"name":"u8f_t","catalog_name":"unity","schema_name":"` + sch + `","table_type":"EXTERNAL","data_source_format":"CSV",` +
 		`"storage_location":"/data/u8f_t","columns":[{"name":"a","position":0,"type_json":"{}"},{"name":"b` + "\xfe" + `"}]}`
 	ucErr(t, a.do(http.MethodPost, apiPrefix+"/tables", b), 400, "INVALID_ARGUMENT", "UTF-8", "'columns[1].name'")
 	deltaErr(t, a.do(http.MethodPost, stagingPath("unity", "default"), "{\"name\":\"u8f_d\xc3\"}"), 400, "InvalidParameterValueException",
 		"UTF-8", "'name'")
+	ucErr(t, a.do(http.MethodPost, apiPrefix+"/catalogs", "{\"n\xffame\":\"u8f_e\"}"), 400, "INVALID_ARGUMENT", "A key of the JSON request body")
 }
