@@ -147,6 +147,27 @@ func toTableInfo(t *fsm.Table) tableInfo {
 	if st, err := deltaschema.Parse("columns", t.Columns); err == nil {
 		cols = st.ColumnInfos(t.PartitionColumns)
 	}
+	return tableInfoWith(t, cols)
+}
+
+// tableInfo is toTableInfo for a table of any format: the columns of a
+// format whose schema lives outside the catalog's state (Iceberg's
+// metadata file) come from its column source. A table whose schema
+// cannot be read is shown without columns, and the failure logged.
+func (s *server) tableInfo(c echo.Context, t *fsm.Table) tableInfo {
+	src, ok := s.core.ColumnSource(t.Format)
+	if !ok || t.IsView() {
+		return toTableInfo(t)
+	}
+	st, err := src(c.Request().Context(), t)
+	if err != nil {
+		s.core.Logger().Warn("UC REST: the columns of a table could not be read", "table", t.FullName(), "err", err)
+		return tableInfoWith(t, []deltaschema.ColumnInfo{})
+	}
+	return tableInfoWith(t, st.ColumnInfos(nil))
+}
+
+func tableInfoWith(t *fsm.Table, cols []deltaschema.ColumnInfo) tableInfo {
 	return tableInfo{Name: t.Name, CatalogName: t.CatalogName, SchemaName: t.SchemaName, TableType: t.Type,
 		DataSourceFormat: t.Format, Columns: cols, StorageLocation: t.Location, Comment: t.Comment,
 		Properties: httpapi.NonNil(t.Properties), Owner: t.Owner, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
@@ -460,7 +481,8 @@ func (s *server) listTables(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, listing("tables", st.Tables(catalog, schema, after, limit), limit,
 		func(t *fsm.Table) string { return t.Name },
-		func(t *fsm.Table) bool { return s.core.Visible(c, st, true, catalog, schema, t.Name) }, toTableInfo))
+		func(t *fsm.Table) bool { return s.core.Visible(c, st, true, catalog, schema, t.Name) },
+		func(t *fsm.Table) tableInfo { return s.tableInfo(c, t) }))
 }
 
 func (s *server) getTable(c echo.Context) error {
@@ -476,7 +498,7 @@ func (s *server) getTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toTableInfo(t))
+	return c.JSON(http.StatusOK, s.tableInfo(c, t))
 }
 
 func buildDeleteTable(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteTable, error) {
