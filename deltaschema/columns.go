@@ -137,3 +137,6 @@ func comment(metadata json.RawMessage) string {
 	}
 	return c
 }
+
+// Comment is the field's comment (metadata.comment), "" when it has none.
+func (f *Field) Comment() string { return comment(f.Metadata) }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -44,7 +45,8 @@ func unsupportedMediaType(contentType string) error {
 // checkBody applies the checks above to a JSON request body.
 func checkBody(b []byte) error {
 	if !utf8.Valid(b) {
-		return Invalid("The JSON request body is not valid UTF-8 (at offset %d).", invalidUTF8At(b))
+		at := invalidUTF8At(b)
+		return Invalid("%s is not valid UTF-8 (at offset %d of the JSON request body).", fieldAt(b, at), at)
 	}
 	sc := scanners.Get().(*keyScanner)
 	sc.body, sc.frames, sc.keys = b, sc.frames[:0], sc.keys[:0]
@@ -245,4 +247,61 @@ func hex4(b []byte, at int) (rune, bool) {
 		r = r<<4 | rune(d)
 	}
 	return r, true
+}
+
+// fieldAt names the member of the JSON document b that holds offset at:
+// "Field 'columns[1].name'", "A key in 'properties'", or "The JSON
+// request body" when at lies outside any string. Keys are quoted as
+// written, clipped, with invalid bytes replaced.
+func fieldAt(b []byte, at int) string {
+	var path []string // one entry per open array or object: its current key or index
+	var arrays []bool
+	var idx []int
+	wantKey := false
+	for i := 0; i < len(b) && i <= at; i++ {
+		switch b[i] {
+		case '{', '[':
+			arrays = append(arrays, b[i] == '[')
+			idx = append(idx, 0)
+			path = append(path, "")
+			wantKey = b[i] == '{'
+			if b[i] == '[' {
+				path[len(path)-1] = "[0]"
+			}
+		case '}', ']':
+			if n := len(path); n > 0 {
+				path, arrays, idx = path[:n-1], arrays[:n-1], idx[:n-1]
+			}
+		case ',':
+			if n := len(path); n > 0 {
+				idx[n-1]++
+				wantKey = !arrays[n-1]
+				if arrays[n-1] {
+					path[n-1] = "[" + strconv.Itoa(idx[n-1]) + "]"
+				}
+			}
+		case '"':
+			end, _, _ := stringEnd(b, i)
+			isKey := wantKey && len(path) > 0
+			if at <= end {
+				if isKey && len(path) == 1 {
+					return "A key of the JSON request body"
+				}
+				if isKey {
+					return "A key in '" + joinPath(path[:len(path)-1]) + "'"
+				}
+				return "Field '" + joinPath(path) + "'"
+			}
+			if isKey {
+				path[len(path)-1] = "." + strings.ToValidUTF8(Clip(string(b[i+1:end])), "\ufffd")
+				wantKey = false
+			}
+			i = end
+		}
+	}
+	return "The JSON request body"
+}
+
+func joinPath(path []string) string {
+	return strings.TrimPrefix(strings.Join(path, ""), ".")
 }

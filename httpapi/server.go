@@ -155,6 +155,8 @@ type Server struct {
 
 	txPlanners map[string]TxPlanner // by operation kind (AddTxPlanner)
 
+	columnSources map[string]ColumnSource // by table format (AddColumnSource)
+
 	rules   map[string]Rule // by "METHOD route", see Routes
 	limiter *auth.FailureLimiter
 	audit   *auditLog

@@ -18,8 +18,12 @@ import (
 var knownSchemes = map[string]bool{"file": true, "s3": true, "s3a": true, "gs": true, "abfs": true, "abfss": true}
 
 // Normalize returns the canonical form of a location: trailing slashes
-// removed, and local paths (`/x`, `file:/x`, `file:///x`) as `file:///x`.
-// Unknown schemes and relative paths are rejected.
+// removed, and local paths (`/x`, `file:/x`, `file:///x`) as `file:///x`,
+// with `.` and `..` resolved. Unknown schemes and relative paths are
+// rejected, and so are `.` and `..` segments on every other scheme
+// (spelled plainly or percent-encoded): an object store would keep them
+// in the key while a client that resolves them reaches another place, so
+// checks on the location's text (overlaps) would not hold.
 func Normalize(raw string) (string, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
@@ -49,7 +53,21 @@ func Normalize(raw string) (string, error) {
 	if u.Host == "" {
 		return "", fmt.Errorf("location %q has no bucket or container", raw)
 	}
+	if hasDotSegment(u.Path) {
+		return "", fmt.Errorf("location %q has a '.' or '..' path segment: an object store takes it as part of a key, a client may resolve it to another place", raw)
+	}
 	return scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
+}
+
+// hasDotSegment reports whether a decoded URL path has a "." or ".."
+// segment (percent-encoded dots count: the path is decoded).
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // IsRoot reports whether a normalised location has no path below its

@@ -18,6 +18,12 @@ func TestNormalize(t *testing.T) {
 		{in: "relative/path", err: "unsupported location scheme"},
 		{in: "s3:///nobucket", err: "no bucket"},
 		{in: "file://host/x", err: "must not name a host"},
+		{in: "file:///a/../b/./c", want: "file:///b/c"},
+		{in: "s3://bucket/a/../b", err: "'.' or '..' path segment"},
+		{in: "s3://bucket/a/%2e%2E/b", err: "'.' or '..' path segment"},
+		{in: "gs://bucket/./b", err: "'.' or '..' path segment"},
+		{in: "abfss://c@acct.dfs.core.windows.net/x/..", err: "'.' or '..' path segment"},
+		{in: "s3://bucket/a..b/.c/..d", want: "s3://bucket/a..b/.c/..d"},
 	}
 	for _, c := range cases {
 		got, err := Normalize(c.in)

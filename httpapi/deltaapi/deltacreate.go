@@ -1,6 +1,7 @@
 package deltaapi
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -75,6 +76,9 @@ func buildCreate(req *createTableRequest, found bool) (*fsm.CreateTable, error) 
 	if err := refuseNulls(nullKeys, "properties"); err != nil {
 		return nil, err
 	}
+	if err := checkCreateSizes(req, cols, dm); err != nil {
+		return nil, err
+	}
 	location, err := storage.Normalize(*req.Location)
 	if err != nil {
 		return nil, invalid("Invalid table location: %v", err)
@@ -126,15 +130,55 @@ func refuseNulls(nullKeys map[string]bool, member string) error {
 	return invalid("%s['%s'] must be a string, not null.", member, k)
 }
 
-// checkDeltaVersions refuses negative reader and writer versions (the
-// managed contract checks its own minimums first); path names the
-// protocol in the request.
+// checkDeltaVersions requires reader and writer versions of at least 1,
+// as every Delta protocol has (the managed contract checks its own
+// minimums first); path names the protocol in the request.
 func checkDeltaVersions(p *deltaProtocol, path string) error {
-	if p.MinReaderVersion != nil && *p.MinReaderVersion < 0 {
-		return invalid("%s.min-reader-version must not be negative, got %d.", path, *p.MinReaderVersion)
+	for _, v := range []struct {
+		name string
+		v    *int
+	}{{"min-reader-version", p.MinReaderVersion}, {"min-writer-version", p.MinWriterVersion}} {
+		if v.v == nil {
+			return invalid("%s.%s is required.", path, v.name)
+		}
+		if *v.v < 1 {
+			return invalid("%s.%s must be at least 1, got %d.", path, v.name, *v.v)
+		}
 	}
-	if p.MinWriterVersion != nil && *p.MinWriterVersion < 0 {
-		return invalid("%s.min-writer-version must not be negative, got %d.", path, *p.MinWriterVersion)
+	return nil
+}
+
+// checkCreateSizes refuses string fields of a create over their limits
+// (see httpapi.MaxCommentBytes and its siblings).
+func checkCreateSizes(req *createTableRequest, cols *deltaschema.Struct, dm *fsm.DomainMetadata) error {
+	if err := httpapi.CheckSize("location", *req.Location, httpapi.MaxLocationBytes); err != nil {
+		return err
+	}
+	if err := httpapi.CheckComment("comment", req.Comment); err != nil {
+		return err
+	}
+	if err := httpapi.CheckProperties("properties", req.Properties); err != nil {
+		return err
+	}
+	if err := httpapi.CheckColumns("columns", cols); err != nil {
+		return err
+	}
+	return checkClustering("domain-metadata", dm)
+}
+
+// checkClustering refuses a clustering column name over the column name
+// limit; path names the domain metadata in the request.
+func checkClustering(path string, dm *fsm.DomainMetadata) error {
+	if dm == nil || dm.ClusteringColumns == nil {
+		return nil
+	}
+	for i, col := range *dm.ClusteringColumns {
+		for j, part := range col {
+			field := fmt.Sprintf("%s.delta.clustering.clusteringColumns[%d][%d]", path, i, j)
+			if err := httpapi.CheckSize(field, part, httpapi.MaxColumnNameBytes); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

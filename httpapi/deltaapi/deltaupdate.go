@@ -184,6 +184,9 @@ func translateAction(cmd *fsm.UpdateTable, u *tableUpdate) error {
 		if u.Comment == nil {
 			return invalid("set-table-comment requires a comment.")
 		}
+		if err := httpapi.CheckComment("comment", u.Comment); err != nil {
+			return err
+		}
 		cmd.SetTableComment = u.Comment
 	case actSetDomains:
 		return translateSetDomains(cmd, u)
@@ -221,7 +224,7 @@ func decodeStringMap(raw json.RawMessage, missing string) (map[string]string, er
 	if err := refuseNulls(nullKeys, "set-properties updates"); err != nil {
 		return nil, err
 	}
-	return props, nil
+	return props, httpapi.CheckProperties("set-properties updates", props)
 }
 
 func translateSetColumns(cmd *fsm.UpdateTable, u *tableUpdate) error {
@@ -243,6 +246,9 @@ func translateSetColumns(cmd *fsm.UpdateTable, u *tableUpdate) error {
 	if err != nil {
 		return invalid("%s", err.Error())
 	}
+	if err := httpapi.CheckColumns("columns", st); err != nil {
+		return err
+	}
 	cmd.SetColumns = &fsm.ColumnsSpec{Columns: st.Canonical(), Names: st.TopLevelNames()}
 	return nil
 }
@@ -262,7 +268,7 @@ func translateSetDomains(cmd *fsm.UpdateTable, u *tableUpdate) error {
 		return invalid("domain-metadata.delta.rowTracking requires rowIdHighWaterMark.")
 	}
 	cmd.SetDomainMetadata = dm.toFSM()
-	return nil
+	return checkClustering("updates", cmd.SetDomainMetadata)
 }
 
 func translateAddCommit(cmd *fsm.UpdateTable, u *tableUpdate) error {
@@ -311,6 +317,9 @@ func checkCommit(c *deltaCommit) (fsm.Commit, error) {
 	}
 	if strings.ContainsFunc(name, unicode.IsControl) {
 		return out, invalid("Field must not contain control characters: file_name")
+	}
+	if len(name) > httpapi.MaxFileNameBytes {
+		return out, invalid("Field must be a file name of at most %d bytes, got %d: file_name", httpapi.MaxFileNameBytes, len(name))
 	}
 	out.FileName = name
 	if out.FileSize, err = positive(c.FileSize, "file_size"); err != nil {

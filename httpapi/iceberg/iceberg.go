@@ -60,6 +60,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/httpapi"
 	"github.com/raftcat/raftcat/storage"
 )
@@ -132,6 +133,7 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 		g.Add(rt.method, catalogPath+rt.path, rt.rule, rt.handler(s))
 	}
 	core.AddTxPlanner("iceberg", s.planTxOp)
+	core.AddColumnSource(fsm.FormatIceberg, s.ucColumns)
 	return s
 }
 

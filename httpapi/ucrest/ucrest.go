@@ -147,6 +147,27 @@ func toTableInfo(t *fsm.Table) tableInfo {
 	if st, err := deltaschema.Parse("columns", t.Columns); err == nil {
 		cols = st.ColumnInfos(t.PartitionColumns)
 	}
+	return tableInfoWith(t, cols)
+}
+
+// tableInfo is toTableInfo for a table of any format: the columns of a
+// format whose schema lives outside the catalog's state (Iceberg's
+// metadata file) come from its column source. A table whose schema
+// cannot be read is shown without columns, and the failure logged.
+func (s *server) tableInfo(c echo.Context, t *fsm.Table) tableInfo {
+	src, ok := s.core.ColumnSource(t.Format)
+	if !ok || t.IsView() {
+		return toTableInfo(t)
+	}
+	st, err := src(c.Request().Context(), t)
+	if err != nil {
+		s.core.Logger().Warn("UC REST: the columns of a table could not be read", "table", t.FullName(), "err", err)
+		return tableInfoWith(t, []deltaschema.ColumnInfo{})
+	}
+	return tableInfoWith(t, st.ColumnInfos(nil))
+}
+
+func tableInfoWith(t *fsm.Table, cols []deltaschema.ColumnInfo) tableInfo {
 	return tableInfo{Name: t.Name, CatalogName: t.CatalogName, SchemaName: t.SchemaName, TableType: t.Type,
 		DataSourceFormat: t.Format, Columns: cols, StorageLocation: t.Location, Comment: t.Comment,
 		Properties: httpapi.NonNil(t.Properties), Owner: t.Owner, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
@@ -177,6 +198,9 @@ func normalizeRoot(root string) (string, error) {
 	if root == "" {
 		return "", nil
 	}
+	if err := httpapi.CheckSize("storage_root", root, httpapi.MaxLocationBytes); err != nil {
+		return "", err
+	}
 	n, err := storage.Normalize(root)
 	if err != nil {
 		return "", httpapi.Invalid("Invalid storage_root: %v", err)
@@ -197,6 +221,9 @@ func buildCreateCatalog(in *httpapi.In[createContainerReq]) (*fsm.CreateCatalog,
 // name, storage root and properties.
 func containerParts(in *httpapi.In[createContainerReq]) (name, root string, props map[string]string, err error) {
 	if name, err = httpapi.RequiredName(in.Body.Name, "name"); err != nil {
+		return "", "", nil, err
+	}
+	if err = httpapi.CheckComment("comment", &in.Body.Comment); err != nil {
 		return "", "", nil, err
 	}
 	if root, err = normalizeRoot(in.Body.StorageRoot); err != nil {
@@ -291,6 +318,9 @@ func checkUpdate(req updateContainerReq) (*map[string]string, error) {
 			return nil, err
 		}
 	}
+	if err := httpapi.CheckComment("comment", req.Comment); err != nil {
+		return nil, err
+	}
 	if req.Properties == nil {
 		return nil, nil
 	}
@@ -301,9 +331,9 @@ func checkUpdate(req updateContainerReq) (*map[string]string, error) {
 	return &props, nil
 }
 
-// properties returns a request's properties, refusing JSON null values:
-// a property's value is a string, and a null would otherwise be stored
-// as "".
+// properties returns a request's properties, refusing JSON null values
+// (a property's value is a string, and a null would otherwise be stored
+// as "") and keys and values over their size limits.
 func properties(in map[string]*string) (map[string]string, error) {
 	if in == nil {
 		return nil, nil
@@ -316,7 +346,7 @@ func properties(in map[string]*string) (map[string]string, error) {
 		}
 		out[k] = *in[k]
 	}
-	return out, nil
+	return out, httpapi.CheckProperties("properties", out)
 }
 
 func buildUpdateCatalog(in *httpapi.In[updateContainerReq]) (*fsm.UpdateCatalog, error) {
@@ -451,7 +481,8 @@ func (s *server) listTables(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, listing("tables", st.Tables(catalog, schema, after, limit), limit,
 		func(t *fsm.Table) string { return t.Name },
-		func(t *fsm.Table) bool { return s.core.Visible(c, st, true, catalog, schema, t.Name) }, toTableInfo))
+		func(t *fsm.Table) bool { return s.core.Visible(c, st, true, catalog, schema, t.Name) },
+		func(t *fsm.Table) tableInfo { return s.tableInfo(c, t) }))
 }
 
 func (s *server) getTable(c echo.Context) error {
@@ -467,7 +498,7 @@ func (s *server) getTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toTableInfo(t))
+	return c.JSON(http.StatusOK, s.tableInfo(c, t))
 }
 
 func buildDeleteTable(in *httpapi.In[httpapi.NoBody]) (*fsm.DeleteTable, error) {

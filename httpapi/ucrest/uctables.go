@@ -84,6 +84,9 @@ func buildUCCreate(req *ucCreateTable) (*fsm.CreateTable, error) {
 	if strings.TrimSpace(req.StorageLocation) == "" {
 		return nil, httpapi.Invalid("storage_location is required for EXTERNAL tables.")
 	}
+	if err := httpapi.CheckSize("storage_location", req.StorageLocation, httpapi.MaxLocationBytes); err != nil {
+		return nil, err
+	}
 	loc, err := storage.Normalize(req.StorageLocation)
 	if err != nil {
 		return nil, httpapi.Invalid("Invalid storage_location: %v", err)
@@ -97,6 +100,9 @@ func buildUCCreate(req *ucCreateTable) (*fsm.CreateTable, error) {
 	}
 	props, err := properties(req.Properties)
 	if err != nil {
+		return nil, err
+	}
+	if err := httpapi.CheckComment("comment", req.Comment); err != nil {
 		return nil, err
 	}
 	return &fsm.CreateTable{CatalogName: catalog, SchemaName: schema, Name: name, Format: format,
@@ -115,6 +121,9 @@ func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
 			return nil, nil, err
 		}
 	}
+	if err := checkOrdinals(in); err != nil {
+		return nil, nil, err
+	}
 	order := make([]int, len(in)) // request indexes, in position order
 	for i := range order {
 		order[i] = i
@@ -124,7 +133,8 @@ func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
 	for k, i := range order {
 		docs[k] = json.RawMessage(*in[i].TypeJSON)
 	}
-	st, err := deltaschema.ParseSparkFields(docs, func(k int) string { return fmt.Sprintf("columns[%d].type_json", order[k]) })
+	path := func(k int) string { return fmt.Sprintf("columns[%d].type_json", order[k]) }
+	st, err := deltaschema.ParseSparkFields(docs, path)
 	if err != nil {
 		return nil, nil, httpapi.Invalid("%s", err.Error())
 	}
@@ -132,8 +142,47 @@ func ucColumns(in []ucColumn) (*deltaschema.Struct, []string, error) {
 		if got := st.Fields[k].Name; got != *in[i].Name {
 			return nil, nil, httpapi.Invalid("columns[%d].name '%s' does not match the name in columns[%d].type_json: '%s'.", i, *in[i].Name, i, got)
 		}
+		if err := httpapi.CheckColumn(path(k), &st.Fields[k]); err != nil {
+			return nil, nil, err
+		}
 	}
 	return st, partitionNames(in, order), nil
+}
+
+// checkOrdinals refuses positions and partition indexes that do not
+// order the columns: negative ones, one given twice, and positions given
+// for some columns only (given for none, the request's order is theirs).
+func checkOrdinals(in []ucColumn) error {
+	hasPosition := slices.IndexFunc(in, func(c ucColumn) bool { return c.Position != nil })
+	positions, parts := map[int]int{}, map[int]int{}
+	for i, col := range in {
+		if hasPosition >= 0 && col.Position == nil {
+			return httpapi.Invalid("columns[%d].position is required when columns[%d] has one.", i, hasPosition)
+		}
+		if err := checkOrdinal(i, "position", col.Position, positions); err != nil {
+			return err
+		}
+		if err := checkOrdinal(i, "partition_index", col.PartitionIndex, parts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOrdinal checks column i's value of field, non-negative and not
+// taken already (seen maps a value to the column that has it).
+func checkOrdinal(i int, field string, v *int, seen map[int]int) error {
+	if v == nil {
+		return nil
+	}
+	if *v < 0 {
+		return httpapi.Invalid("columns[%d].%s must not be negative, got %d.", i, field, *v)
+	}
+	if j, dup := seen[*v]; dup {
+		return httpapi.Invalid("columns[%d].%s %d is also columns[%d]'s.", i, field, *v, j)
+	}
+	seen[*v] = i
+	return nil
 }
 
 // checkColumn checks what a column needs before its type_json is parsed.
@@ -151,7 +200,7 @@ func checkColumn(i int, col ucColumn) error {
 }
 
 // partitionNames lists the names of the columns with a partition_index,
-// in that index's order (ties in position order).
+// in that index's order.
 func partitionNames(in []ucColumn, order []int) []string {
 	var parts []int
 	for _, i := range order {
