@@ -65,6 +65,7 @@ var sqlHintCases = []sqlHintCase{
 	{"cdf-table", []string{"birthday < '2023-12-24' OR birthday > '2023-12-28'"}, func(pv map[string]string) bool {
 		return pv["birthday"] < "2023-12-24" || pv["birthday"] > "2023-12-28"
 	}},
+	{"cdf-table", []string{"birthday >= '2023-12-23'", "birthday < DATE '2023-12-29' OR birthday IS NULL"}, eq("birthday", "2023-12-25")}, // docs/delta-sharing.md
 	{"cdc_ict_table", []string{"birthyear = 1995"}, eq("birthyear", "1995")},
 	{"cdc_ict_table", []string{"1990L > birthyear"}, eq("birthyear", "1986")},
 	{"cdc_ict_table", []string{"birthyear = '1986'"}, eq("birthyear", "1986")},
