@@ -15,6 +15,10 @@ const (
 	codeUnsupported = "UNSUPPORTED_OPERATION"
 	codeNotFound    = "RESOURCE_DOES_NOT_EXIST"
 	codeInternal    = "INTERNAL_ERROR"
+	// codeFailedPrecondition: the table's state in storage keeps the
+	// request from being answered (its Delta log cannot be read).
+	codeFailedPrecondition = "FAILED_PRECONDITION"
+	codeUnavailable        = "TEMPORARILY_UNAVAILABLE"
 )
 
 type statusCode struct {

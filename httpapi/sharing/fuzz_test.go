@@ -66,7 +66,8 @@ const fuzzTable = "/delta-sharing/shares/fz/schemas/default/tables/cdf"
 func FuzzSharingQuery(f *testing.F) {
 	for _, b := range []string{`{}`, `{"version":1}`, `{"version":"2"}`, `{"timestamp":"2024-01-01T00:00:00Z"}`,
 		`{"startingVersion":0,"endingVersion":2,"maxFiles":2}`, `{"jsonPredicateHints":"{\"op\":\"isNull\",\"children\":[{\"op\":\"column\",\"name\":\"birthday\",\"valueType\":\"date\"}]}"}`,
-		`{"limitHint":1,"maxFiles":1}`, `{"includeRefreshToken":true}`, `{"pageToken":"e30.x"}`, `{"predicateHints":[]}`, `[1]`, `{"maxFiles":-1}`} {
+		`{"limitHint":1,"maxFiles":1}`, `{"includeRefreshToken":true}`, `{"pageToken":"e30.x"}`, `{"predicateHints":[]}`,
+		`{"predicateHints":["birthday = DATE '2023-12-22' OR (id IN (1, 2) AND NOT birthday BETWEEN '2023-01-01' AND '2023-12-31')", "(("]}`, `[1]`, `{"maxFiles":-1}`} {
 		f.Add([]byte(b), "responseformat=delta,parquet;readerfeatures=deletionvectors")
 		f.Add([]byte(b), "")
 	}

@@ -85,11 +85,15 @@ func compileHint(hint string, columns map[string]hintColumn) (keep func(hintFile
 	if err != nil {
 		return nil, err.Error()
 	}
-	keys := c.keys
+	return hintFilter(expr, c.keys), ""
+}
+
+// hintFilter reports whether a file may hold rows for which expr is true.
+func hintFilter(expr *hintExpr, keys *hintStatKeys) func(hintFile) bool {
 	return func(f hintFile) bool {
 		e := hintEval{file: &f, keys: keys}
 		return expr.eval(&e)&hintMayTrue != 0
-	}, ""
+	}
 }
 
 // hintNode is one node of the hint as sent.

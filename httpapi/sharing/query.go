@@ -243,24 +243,60 @@ func pageEnd(offset, n int, maxFiles *flexInt) int {
 	return min(n, offset+int(maxFiles.val()))
 }
 
-// selectFiles applies the hints: a JSON predicate skips files that
-// cannot match; without one, limitHint stops once enough rows are in.
+// selectFiles applies the hints: jsonPredicateHints and predicateHints
+// (the SQL form) skip files that cannot match, each as far as it can be
+// used; without either, limitHint stops once enough rows are in.
 func (s *Server) selectFiles(ctx context.Context, snap *deltalog.Snapshot, req *queryRequest) []deltalog.AddFile {
 	files := snap.Files
-	if req.JSONPredicateHints != nil && *req.JSONPredicateHints != "" {
-		keep, skipped := compileHint(*req.JSONPredicateHints, hintColumns(&snap.Metadata))
-		if keep == nil {
-			s.log.DebugContext(ctx, "jsonPredicateHints not used", "reason", skipped)
+	if !req.predicated() {
+		if req.LimitHint == nil {
 			return files
 		}
-		return slices.DeleteFunc(slices.Clone(files), func(f deltalog.AddFile) bool {
-			return !keep(hintFile{PartitionValues: f.PartitionValues, Stats: f.Stats})
-		})
+		return limitFiles(files, req.LimitHint.val())
 	}
-	if req.LimitHint == nil {
+	keeps := s.hintFilters(ctx, snap, req)
+	if len(keeps) == 0 {
 		return files
 	}
-	return limitFiles(files, req.LimitHint.val())
+	return slices.DeleteFunc(slices.Clone(files), func(f deltalog.AddFile) bool {
+		hf := hintFile{PartitionValues: f.PartitionValues, Stats: f.Stats}
+		for _, keep := range keeps {
+			if !keep(hf) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// predicated reports whether the query sends a predicate hint.
+func (r *queryRequest) predicated() bool {
+	return r.JSONPredicateHints != nil && *r.JSONPredicateHints != "" || len(r.PredicateHints) > 0
+}
+
+// hintFilters compiles the query's predicate hints; what cannot be used
+// is logged and left out.
+func (s *Server) hintFilters(ctx context.Context, snap *deltalog.Snapshot, req *queryRequest) []func(hintFile) bool {
+	var keeps []func(hintFile) bool
+	columns := hintColumns(&snap.Metadata)
+	if req.JSONPredicateHints != nil && *req.JSONPredicateHints != "" {
+		keep, skipped := compileHint(*req.JSONPredicateHints, columns)
+		if keep == nil {
+			s.log.DebugContext(ctx, "jsonPredicateHints not used", "reason", skipped)
+		} else {
+			keeps = append(keeps, keep)
+		}
+	}
+	if len(req.PredicateHints) > 0 {
+		keep, skipped := compileSQLHints(req.PredicateHints, columns)
+		if len(skipped) > 0 {
+			s.log.DebugContext(ctx, "predicateHints not all used", "reasons", skipped)
+		}
+		if keep != nil {
+			keeps = append(keeps, keep)
+		}
+	}
+	return keeps
 }
 
 // limitFiles keeps files in order until their rows reach limit; a file

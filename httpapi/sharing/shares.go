@@ -37,7 +37,7 @@ func (s *Server) mountManagement() {
 	sh.POST("", httpapi.AdminOnly(), httpapi.Write(s.core, buildCreateShare, nil, shareAnswer(false)))
 	sh.GET("", httpapi.AnyCaller(), s.listManagedShares)
 	sh.GET("/:name", httpapi.Needs(shareOwner), s.getManagedShare)
-	sh.PATCH("/:name", httpapi.Needs(shareUpdateNeeds), httpapi.Write(s.core, buildUpdateShare, nil, shareAnswer(true)))
+	sh.PATCH("/:name", httpapi.Needs(shareUpdateNeeds), httpapi.Write(s.core, s.buildUpdateShare, nil, shareAnswer(true)))
 	sh.DELETE("/:name", httpapi.Needs(shareOwner), httpapi.Write(s.core, buildDeleteShare, nil, emptyAnswer))
 	sh.GET("/:name/permissions", httpapi.Needs(shareOwner), s.getPermissions)
 	sh.PATCH("/:name/permissions", httpapi.Needs(shareOwner), httpapi.Write(s.core, buildUpdatePermissions, nil, permissionsAnswer))
@@ -174,6 +174,17 @@ func buildUpdateShare(in *httpapi.In[updateShareBody]) (*fsm.UpdateShare, error)
 		cmd.Updates = append(cmd.Updates, fsm.ShareUpdate{Action: action, Object: sharedObject(u.DataObject)})
 	}
 	return cmd, nil
+}
+
+// buildUpdateShare is buildUpdateShare checked against storage: a table
+// is added to a share only once its Delta log can be read (see
+// checkReadable).
+func (s *Server) buildUpdateShare(in *httpapi.In[updateShareBody]) (*fsm.UpdateShare, error) {
+	cmd, err := buildUpdateShare(in)
+	if err != nil {
+		return nil, err
+	}
+	return cmd, s.checkReadable(in.Request().Context(), cmd)
 }
 
 func sharedObject(d *dataObject) fsm.SharedObject {

@@ -3,6 +3,7 @@ package sharing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ type tableRequest struct {
 	caps capabilities
 }
 
+// sharedTableKey holds the request's shared table, for its error messages.
+const sharedTableKey = "sharing.table"
+
 // openTable resolves the request's shared table (404 unless the caller
 // holds a grant on its share) and opens its Delta log.
 func (s *Server) openTable(c echo.Context) (*tableRequest, error) {
@@ -35,6 +39,7 @@ func (s *Server) openTable(c echo.Context) (*tableRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Set(sharedTableKey, t)
 	key, err := s.signingKey(c, principalOf(c).state)
 	if err != nil {
 		return nil, err
@@ -96,18 +101,57 @@ func (t sharedTable) checkStart(v int64) error {
 	return nil
 }
 
-// logError answers a failure to read the table's log.
+// logError answers a failure to read the table's log. A log that
+// storage cannot give (none yet, a commit or checkpoint missing, a file
+// that does not parse) is the provider's to repair, and a retry does not
+// help: 409 FAILED_PRECONDITION, naming the cause. A storage that fails
+// to answer is a 503 a client retries. Messages never show the table's
+// storage location.
 func (s *Server) logError(c echo.Context, err error) error {
+	t, _ := c.Get(sharedTableKey).(sharedTable)
+	name := "the table"
+	if t.share != nil {
+		name = t.dotted()
+	}
 	switch {
 	case errors.Is(err, deltalog.ErrVersionUnavailable), errors.Is(err, deltalog.ErrTimestampOutOfRange):
-		return invalid("%s", err.Error())
-	case errors.Is(err, deltalog.ErrNotDeltaTable):
-		return notFound("The shared table has no Delta log at its location; please contact your share provider.")
+		return invalid("%s", t.redact(err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	s.log.ErrorContext(c.Request().Context(), "reading a shared table's Delta log failed", "path", c.Request().URL.Path, "err", err)
-	return &httpapi.KindError{Status: http.StatusInternalServerError, Kind: codeInternal, Message: "The shared table could not be read."}
+	cause, definite := logCause(err)
+	s.log.WarnContext(c.Request().Context(), "reading a shared table's Delta log failed", "path", c.Request().URL.Path, "err", err)
+	if !definite {
+		return &httpapi.KindError{Status: http.StatusServiceUnavailable, Kind: codeUnavailable,
+			Message: fmt.Sprintf("The storage of shared table %s could not be read (%s); retry later.", name, t.redact(err))}
+	}
+	return &httpapi.KindError{Status: http.StatusConflict, Kind: codeFailedPrecondition,
+		Message: fmt.Sprintf("The shared table %s cannot be read: %s (%s). Please contact your share provider: its Delta log must be repaired or published before the table can be read.", name, cause, t.redact(err))}
+}
+
+// logCause tells a log storage cannot give (definite: retrying does not
+// help) from a storage that failed to answer, and says which in words.
+func logCause(err error) (cause string, definite bool) {
+	switch {
+	case errors.Is(err, deltalog.ErrNotDeltaTable):
+		return "it has no Delta log in storage", true
+	case errors.Is(err, deltalog.ErrCorrupt):
+		return "its Delta log is incomplete or damaged", true
+	}
+	return "", false
+}
+
+// redact is an error's text without the table's storage location: paths
+// inside the table become relative to it, and the prefix of the log
+// reader's errors goes.
+func (t sharedTable) redact(err error) string {
+	msg := err.Error()
+	if t.table != nil && t.table.Location != "" {
+		loc := strings.TrimRight(t.table.Location, "/")
+		msg = strings.ReplaceAll(msg, loc+"/", "")
+		msg = strings.ReplaceAll(msg, loc, "the table")
+	}
+	return strings.ReplaceAll(msg, "deltalog: ", "")
 }
 
 // signer returns the URL signer of one answer: every URL it hands out

@@ -53,6 +53,9 @@ type errorMapping struct{}
 
 func (errorMapping) Render(p httpapi.Problem) (int, any) {
 	status, code := p.Status, codeByStatus[p.Status]
+	if p.Kind != "" { // a UC REST error_code the route raised itself
+		code = p.Kind
+	}
 	if p.Code != 0 {
 		m, ok := byCode[p.Code]
 		status, code = m.status, m.code
