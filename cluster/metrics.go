@@ -62,8 +62,10 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2.5, 14)})
 	m.logSync, m.durableWait = logSync, durableWait
 	m.connRefused = newRefusedCounter()
-	for _, op := range []string{snapPersist, snapRestore} {
+	for _, op := range []string{snapPersist, snapRestore} { // shown at zero from the start
 		m.snapFailures.WithLabelValues(op)
+		m.snapDuration.WithLabelValues(op)
+		m.snapSize.WithLabelValues(op)
 	}
 	reg.MustRegister(batch, m.snapDuration, m.snapSize, m.snapFailures, m.leaderChange, m.propose, wait, m.placementMoves, m.placementHeld, m.slowDiskMoves, logSync, durableWait, m.connRefused)
 	return m
@@ -221,9 +223,16 @@ func (c *statusCollector) collectLeader(m constMetrics, lastIndex uint64) {
 	}
 }
 
-// collectCounts reports the state's objects by kind and tables by format.
+// collectCounts reports the state's objects by kind and tables by
+// format; the formats raftcat serves are reported at 0 while they have no
+// table, other formats (UC REST's CSV, PARQUET...) once they have one.
 func (c *statusCollector) collectCounts(m constMetrics) {
 	objects, tables := c.n.ObjectCounts()
+	for _, f := range []string{fsm.FormatDelta, fsm.FormatIceberg, fsm.FormatLance} {
+		if _, ok := tables[f]; !ok {
+			m.gauge(descTables, 0, f)
+		}
+	}
 	for kind, n := range objects {
 		m.gauge(descObjects, float64(n), kind)
 	}

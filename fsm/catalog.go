@@ -102,6 +102,9 @@ func applyCreateCatalog(t *tx, _ uint64, c *CreateCatalog) Result {
 	if _, ok := t.catalog(c.Name); ok {
 		return failed(Errf(CodeCatalogExists, "Catalog already exists: %s", c.Name))
 	}
+	if err := t.caseTwinError(c.Rules, catalogTree, CodeCatalogExists, "Catalog", nil, c.Name, ""); err != nil {
+		return failed(err)
+	}
 	if err := t.checkRootLocation(c.Rules, c.StorageRoot); err != nil {
 		return failed(err)
 	}
@@ -128,6 +131,9 @@ func applyUpdateCatalog(t *tx, _ uint64, c *UpdateCatalog) Result {
 	if c.NewName != "" && c.NewName != c.Name {
 		if _, exists := t.catalog(c.NewName); exists {
 			return failed(Errf(CodeCatalogExists, "Catalog already exists: %s", c.NewName))
+		}
+		if err := t.caseTwinError(c.Rules, catalogTree, CodeCatalogExists, "Catalog", nil, c.NewName, c.Name); err != nil {
+			return failed(err)
 		}
 		cat.Name = c.NewName
 		t.tree(catalogTree).Delete([]byte(c.Name))

@@ -21,7 +21,9 @@
 // The machinery is kind-agnostic: command.go (encoding), registry.go
 // (command and record registries), machine.go and check.go (applying),
 // state.go (trees and transactions), records.go (snapshot records),
-// namespace.go (the namespace tree and its key scheme). Each object kind
+// namespace.go (the namespace tree and its key scheme), rules.go (the
+// validation levels commands carry) and casefold.go (names that differ only
+// in case from a sibling's, refused from RulesCaseNames on). Each object kind
 // has one file holding its struct, commands, appliers, tree, record kind
 // and their registration: metastore.go, catalog.go, schema.go,
 // namespace.go, table.go, staging.go. Delta's table state and rules are in

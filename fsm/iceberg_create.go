@@ -57,7 +57,7 @@ func applyCreateIcebergTable(t *tx, index uint64, c *CreateIcebergTable) Result 
 	if err := t.namespaceExists(c.Namespace); err != nil {
 		return failed(err)
 	}
-	if err := t.nameFree(c.Namespace, c.Name); err != nil {
+	if err := t.nameFree(c.Rules, c.Namespace, c.Name, ""); err != nil {
 		return failed(err)
 	}
 	if err := t.checkIcebergLocation(c); err != nil {

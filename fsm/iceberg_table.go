@@ -61,7 +61,11 @@ func (t *tx) moveTable(index uint64, st Stamp, old *Table, ns, newNs []string, n
 	if slices.Equal(newNs, old.NamespacePath()) && newName == old.Name {
 		return Result{Table: old, NoOp: true}
 	}
-	if err := t.nameFree(newNs, newName); err != nil {
+	except := ""
+	if slices.Equal(newNs, old.NamespacePath()) {
+		except = old.Name
+	}
+	if err := t.nameFree(st.Rules, newNs, newName, except); err != nil {
 		return failed(err)
 	}
 	tb := old.clone()

@@ -107,7 +107,7 @@ func applyCreateIcebergView(t *tx, index uint64, c *CreateIcebergView) Result {
 	if err := t.namespaceExists(c.Namespace); err != nil {
 		return failed(err)
 	}
-	if err := t.nameFree(c.Namespace, c.Name); err != nil {
+	if err := t.nameFree(c.Rules, c.Namespace, c.Name, ""); err != nil {
 		return failed(err)
 	}
 	v := &Table{ID: c.ID, Name: c.Name, Format: FormatIceberg, Type: TableView,
@@ -119,11 +119,13 @@ func applyCreateIcebergView(t *tx, index uint64, c *CreateIcebergView) Result {
 	return Result{Table: v}
 }
 
-// nameFree refuses a name a table or a view already has.
-func (t *tx) nameFree(namespace []string, name string) *Error {
+// nameFree refuses a name a table or a view already has and, under
+// rules from RulesCaseNames on, one differing only in case from theirs;
+// except is the name a rename in the same namespace starts from.
+func (t *tx) nameFree(rules uint16, namespace []string, name, except string) *Error {
 	other, ok := t.tableIn(namespace, name)
 	if !ok {
-		return nil
+		return t.tableTwinError(rules, namespace, name, except)
 	}
 	kind := "Table"
 	if other.IsView() {

@@ -118,7 +118,7 @@ func applyDeclareLanceTable(t *tx, index uint64, c *DeclareLanceTable) Result {
 	if err := t.namespaceExists(c.Namespace); err != nil {
 		return failed(err)
 	}
-	if err := t.nameFree(c.Namespace, c.Name); err != nil {
+	if err := t.nameFree(c.Rules, c.Namespace, c.Name, ""); err != nil {
 		return failed(err)
 	}
 	tt := canonEnum(c.TableType)

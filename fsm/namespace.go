@@ -212,6 +212,10 @@ func applyCreateNamespace(t *tx, _ uint64, c *CreateNamespace) Result {
 	if _, ok := t.tree(nestedTree).Get(pathKey(c.Path)); ok {
 		return failed(Errf(CodeSchemaExists, "Namespace already exists: %s", strings.Join(c.Path, ".")))
 	}
+	parent, name := c.Path[:len(c.Path)-1], c.Path[len(c.Path)-1]
+	if err := t.caseTwinError(c.Rules, nestedTree, CodeSchemaExists, "Namespace", parent, name, ""); err != nil {
+		return failed(err)
+	}
 	n := &Namespace{ID: c.ID, Path: slices.Clone(c.Path), Comment: c.Comment, Properties: maps.Clone(c.Properties),
 		Owner: c.Caller, CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time}
 	t.putNamespace(n)

@@ -264,8 +264,8 @@ func applyCreateRecipient(t *tx, _ uint64, c *CreateRecipient) Result {
 	if auth != AuthTypeToken {
 		return failed(Invalidf("Unsupported authentication_type %q: only TOKEN is supported", c.AuthenticationType))
 	}
-	if _, ok := t.tree(recipientTree).Get(foldKey(c.Name)); ok {
-		return failed(Errf(CodeRecipientExists, "Recipient already exists: %s", c.Name))
+	if existing, ok := t.tree(recipientTree).Get(foldKey(c.Name)); ok {
+		return failed(foldedTwinError(c.Rules, CodeRecipientExists, "Recipient", c.Name, existing.(*Recipient).Name))
 	}
 	tok, err := t.newToken(c.Stamp, c.TokenID, c.ActivationHash, c.ExpirationTime)
 	if err != nil {

@@ -21,9 +21,13 @@ const (
 	// RulesGossipKeys: replicas know the gossip keyring (command type
 	// 45), proposed only from this level on.
 	RulesGossipKeys uint16 = 3
+	// RulesCaseNames: a created or renamed catalog, schema, namespace,
+	// table or view may not differ only in case from a sibling's
+	// (casefold.go).
+	RulesCaseNames uint16 = 4
 
 	// CurrentRules is the highest level this build applies.
-	CurrentRules = RulesGossipKeys
+	CurrentRules = RulesCaseNames
 )
 
 // RulesNeeded is the least level every replica must know before a

@@ -121,6 +121,9 @@ func applyCreateSchema(t *tx, _ uint64, c *CreateSchema) Result {
 	if _, ok := t.schema(c.CatalogName, c.Name); ok {
 		return failed(Errf(CodeSchemaExists, "Schema already exists: %s.%s", c.CatalogName, c.Name))
 	}
+	if err := t.caseTwinError(c.Rules, schemaTree, CodeSchemaExists, "Schema", []string{c.CatalogName}, c.Name, ""); err != nil {
+		return failed(err)
+	}
 	if err := t.checkRootLocation(c.Rules, c.StorageRoot); err != nil {
 		return failed(err)
 	}
@@ -148,6 +151,10 @@ func applyUpdateSchema(t *tx, _ uint64, c *UpdateSchema) Result {
 	if c.NewName != "" && c.NewName != c.Name {
 		if _, exists := t.schema(c.CatalogName, c.NewName); exists {
 			return failed(Errf(CodeSchemaExists, "Schema already exists: %s.%s", c.CatalogName, c.NewName))
+		}
+		parent := []string{c.CatalogName}
+		if err := t.caseTwinError(c.Rules, schemaTree, CodeSchemaExists, "Schema", parent, c.NewName, c.Name); err != nil {
+			return failed(err)
 		}
 		s.Name = c.NewName
 		t.tree(schemaTree).Delete(schemaKey(c.CatalogName, c.Name))

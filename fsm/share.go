@@ -274,8 +274,8 @@ func applyCreateShare(t *tx, _ uint64, c *CreateShare) Result {
 	if err := SharingNameError("share", c.Name); err != nil {
 		return failed(err)
 	}
-	if _, ok := t.tree(shareTree).Get(foldKey(c.Name)); ok {
-		return failed(Errf(CodeShareExists, "Share already exists: %s", c.Name))
+	if existing, ok := t.tree(shareTree).Get(foldKey(c.Name)); ok {
+		return failed(foldedTwinError(c.Rules, CodeShareExists, "Share", c.Name, existing.(*Share).Name))
 	}
 	s := &Share{ID: c.ID, Name: c.Name, Comment: clonePtr(c.Comment), Owner: c.Caller,
 		CreatedAt: c.Time, CreatedBy: c.Caller, UpdatedAt: c.Time}

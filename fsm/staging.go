@@ -106,6 +106,9 @@ func applyCreateStagingTable(t *tx, _ uint64, c *CreateStagingTable) Result {
 	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
 		return failed(Errf(CodeTableExists, "Table already exists: %s", c.Name))
 	}
+	if err := t.tableTwinError(c.Rules, []string{c.CatalogName, c.SchemaName}, c.Name, ""); err != nil {
+		return failed(err)
+	}
 	st := &StagingTable{ID: c.ID, CatalogName: sch.CatalogName, SchemaName: sch.Name, Name: c.Name,
 		Location: root + "/tables/" + c.ID, CreatedBy: c.Caller, CreatedAt: c.Time}
 	t.putStaging(st)

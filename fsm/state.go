@@ -74,7 +74,7 @@ func walkAfterWhere(t *iradix.Tree, prefix []byte, after string, limit int, keep
 	for {
 		it := t.Root().Iterator()
 		it.SeekLowerBound(start)
-		next, done := walkLevel(it, prefix, func(v any) bool {
+		next, done := walkLevel(it, prefix, func(_ []byte, v any) bool {
 			if !keep(v) {
 				return false
 			}
@@ -92,7 +92,7 @@ func walkAfterWhere(t *iradix.Tree, prefix []byte, after string, limit int, keep
 // walkLevel visits values of one level until visit says stop, the prefix
 // ends (done) or a deeper key is met: then it returns the first key past
 // that key's subtree, to seek to.
-func walkLevel(it *iradix.Iterator, prefix []byte, visit func(any) bool) (next []byte, done bool) {
+func walkLevel(it *iradix.Iterator, prefix []byte, visit func(k []byte, v any) bool) (next []byte, done bool) {
 	for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
 		if !bytes.HasPrefix(k, prefix) {
 			return nil, true
@@ -100,7 +100,7 @@ func walkLevel(it *iradix.Iterator, prefix []byte, visit func(any) bool) (next [
 		if i := bytes.IndexByte(k[len(prefix):], sepByte); i >= 0 {
 			return append(slices.Clone(k[:len(prefix)+i]), sepByte+1), false
 		}
-		if visit(v) {
+		if visit(k, v) {
 			return nil, true
 		}
 	}

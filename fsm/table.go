@@ -303,6 +303,9 @@ func applyCreateTable(t *tx, index uint64, c *CreateTable) Result {
 	if _, ok := t.table(c.CatalogName, c.SchemaName, c.Name); ok {
 		return failed(Errf(CodeTableExists, "Table already exists: %s.%s.%s", c.CatalogName, c.SchemaName, c.Name))
 	}
+	if err := t.tableTwinError(c.Rules, []string{c.CatalogName, c.SchemaName}, c.Name, ""); err != nil {
+		return failed(err)
+	}
 	if c.TableType == TableExternal {
 		if err := t.checkOutsideManagedStorage(c.Location); err != nil {
 			return failed(err)
@@ -354,6 +357,9 @@ func applyRenameTable(t *tx, index uint64, c *RenameTable) Result {
 	}
 	if _, exists := t.table(c.CatalogName, c.SchemaName, c.NewName); exists {
 		return failed(Errf(CodeTableExists, "Table already exists: %s", c.NewName))
+	}
+	if err := t.tableTwinError(c.Rules, []string{c.CatalogName, c.SchemaName}, c.NewName, c.Name); err != nil {
+		return failed(err)
 	}
 	tb := old.clone()
 	tb.Name = c.NewName

@@ -118,8 +118,8 @@ func TestFastPercentEncodedPathParams(t *testing.T) {
 
 // Name rules are the same on every protocol (docs/compatibility.md,
 // "Names"): at most 255 characters, and names are case-sensitive and kept
-// as written, as in Unity Catalog's reference server: "Events" and
-// "events" are two names, and a lookup must spell the name as created.
+// as written, as in Unity Catalog's reference server: a lookup must spell
+// the name as created, and "events" may not be created beside "Events".
 func TestFastNameRulesSameOnEveryProtocol(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
@@ -139,8 +139,10 @@ func TestFastNameRulesSameOnEveryProtocol(t *testing.T) {
 	lower := strings.ToLower(mixed)
 	ucErr(t, a.do(http.MethodGet, apiPrefix+"/tables/"+cat+"."+sch+"."+lower, nil), 404, "NOT_FOUND")
 	deltaErr(t, a.do(http.MethodGet, tablePath(cat, sch, lower), nil), 404, "NoSuchTableException")
-	// The other spelling is another name: it can be created beside it.
-	a.createManaged(cat, sch, lower)
+	// The other spelling is not another name to create beside it: a name
+	// differing only in case from a sibling's is refused.
+	deltaErr(t, a.do(http.MethodPost, stagingPath(cat, sch), map[string]any{"name": lower}), 409, "AlreadyExistsException",
+		"differs only in case")
 	upperCat := "Cat_" + sch
 	a.ok(200, http.MethodPost, apiPrefix+"/catalogs", map[string]any{"name": upperCat})
 	if r := a.do(http.MethodGet, apiPrefix+"/catalogs/"+upperCat, nil); dig(r.body, "name") != upperCat {

@@ -10,14 +10,26 @@ import (
 
 // Instrumented returns store with every operation timed into reg, as
 // raftcat_storage_operation_duration_seconds by operation, storage kind
-// (file, s3, gs, azblob) and result.
-func Instrumented(store ObjectStore, reg prometheus.Registerer) ObjectStore {
+// (file, s3, gs, azblob) and result. The series of every operation's
+// success on the storage kinds of roots (the node's storage root) exist
+// from the start, at zero, so that a fresh node shows them.
+func Instrumented(store ObjectStore, reg prometheus.Registerer, roots ...string) ObjectStore {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "raftcat_storage_operation_duration_seconds",
 		Help:    "Time of the object storage operations the catalog itself makes, by operation, storage kind and result.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2.5, 12)}, []string{"op", "storage", "result"})
 	reg.MustRegister(h)
+	for _, root := range roots {
+		if ref, err := locate(root); err == nil {
+			for _, op := range operations {
+				h.WithLabelValues(op, ref.kind, result(nil))
+			}
+		}
+	}
 	return &instrumented{next: store, h: h}
 }
+
+// operations are the op label's values.
+var operations = []string{"stat", "read", "list", "write", "delete", "sign"}
 
 type instrumented struct {
 	next ObjectStore

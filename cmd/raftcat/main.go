@@ -230,7 +230,7 @@ func runNode(cfg Config, log *slog.Logger, recent *logging.Recent) error {
 	}
 	blobs := storage.NewBlobs(cfg.Objects)
 	defer blobs.Close()
-	objects := storage.Instrumented(blobs, reg)
+	objects := storage.Instrumented(blobs, reg, cfg.StorageRoot)
 	hc := httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DataDir: cfg.DataDir, Metrics: reg,
 		ReadTimeout: cfg.HTTPReadTimeout, IdleTimeout: cfg.HTTPIdleTimeout, FrameTimeout: cfg.RelayFrameTimeout,
 		FollowerReads: cfg.FollowerReads}

@@ -57,7 +57,7 @@ const sinkExpiration = 5 * time.Minute
 
 // mustSink routes raft's and memberlist's go-metrics (hashicorp's, and
 // the older armon module the raft log store still reports through) into
-// reg.
+// reg, counters named with _total (total.go).
 func mustSink(reg prometheus.Registerer) {
 	hs, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg,
 		Name: Prefix + "_gometrics_sink", Expiration: sinkExpiration})
@@ -67,7 +67,7 @@ func mustSink(reg prometheus.Registerer) {
 	cfg := gometrics.DefaultConfig(Prefix)
 	cfg.EnableHostname, cfg.EnableRuntimeMetrics = false, false
 	cfg.TimerGranularity = time.Millisecond
-	if _, err := gometrics.NewGlobal(cfg, hs); err != nil {
+	if _, err := gometrics.NewGlobal(cfg, totalSink{hs}); err != nil {
 		panic(err)
 	}
 	as, err := armonprom.NewPrometheusSinkFrom(armonprom.PrometheusOpts{Registerer: reg,
@@ -77,7 +77,7 @@ func mustSink(reg prometheus.Registerer) {
 	}
 	acfg := armon.DefaultConfig(Prefix)
 	acfg.EnableHostname, acfg.EnableRuntimeMetrics = false, false
-	if _, err := armon.NewGlobal(acfg, as); err != nil {
+	if _, err := armon.NewGlobal(acfg, armonTotalSink{as}); err != nil {
 		panic(err)
 	}
 }

@@ -238,7 +238,7 @@ func (nd *Node) start() error {
 	// and peers' gossip state name them.
 	nd.cfg.RaftBind, nd.cfg.GossipBind = node.RaftAddr(), node.GossipAddr()
 	nd.objects = storage.NewBlobs(nd.blobOptions)
-	objects := storage.Instrumented(nd.objects, reg)
+	objects := storage.Instrumented(nd.objects, reg, nd.cfg.StorageRoot)
 	hc := httpapi.Config{Logger: nd.cfg.Logger, LeaderWait: nd.leaderWait, DataDir: nd.cfg.DataDir, Metrics: reg,
 		FollowerReads: nd.followerReads, Audit: nd.audit}
 	if nd.peers != nil {
