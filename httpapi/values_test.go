@@ -29,16 +29,37 @@ func ucCol(name, typeJSON string, position int) map[string]any {
 	return map[string]any{"name": name, "type_json": typeJSON, "position": position}
 }
 
+// columnsCase is UC REST columns a table create must refuse, and why.
+type columnsCase struct {
+	name string
+	cols []any
+	want string
+}
+
+// refusesColumns creates a table with each case's columns: a 400 with the
+// case's message, and nothing applied or created.
+func refusesColumns(t *testing.T, a *api, sch, prefix string, cases []columnsCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := a.with(t)
+			name := uniq(prefix)
+			b := ucTableBody(sch, name, "DELTA", "/data/"+name)
+			b["columns"] = c.cols
+			before := a.appliedIndex()
+			ucErr(t, a.do(http.MethodPost, apiPrefix+"/tables", b), 400, "INVALID_ARGUMENT", c.want)
+			a.refused(before)
+			ucErr(t, a.do(http.MethodGet, apiPrefix+"/tables/unity."+sch+"."+name, nil), 404, "NOT_FOUND")
+		})
+	}
+}
+
 func TestFastUCRESTColumnsAreValidatedWhereTheyAreWritten(t *testing.T) {
 	t.Parallel()
 	a := startAPI(t)
 	_, sch := a.newSchema()
 	good := ucCol("id", `{"name":"id","type":"long","nullable":false,"metadata":{}}`, 0)
-	cases := []struct {
-		name string
-		cols []any
-		want string
-	}{
+	cases := []columnsCase{
 		{"unknown primitive", []any{ucCol("w", `{"name":"w","type":"wibble","nullable":true,"metadata":{}}`, 0)},
 			"columns[0].type_json.type: Unsupported Delta primitive type: wibble"},
 		{"unknown nested primitive", []any{good, ucCol("a", `{"name":"a","type":{"type":"array","elementType":"wibble","containsNull":true},"nullable":true,"metadata":{}}`, 1)},
@@ -56,18 +77,7 @@ func TestFastUCRESTColumnsAreValidatedWhereTheyAreWritten(t *testing.T) {
 			ucCol("w", `{"name":"w","type":"wibble","nullable":true,"metadata":{}}`, 0)},
 			"columns[1].type_json.type: Unsupported Delta primitive type: wibble"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			a := a.with(t)
-			name := uniq("cols")
-			b := ucTableBody(sch, name, "DELTA", "/data/"+name)
-			b["columns"] = c.cols
-			before := a.appliedIndex()
-			ucErr(t, a.do(http.MethodPost, apiPrefix+"/tables", b), 400, "INVALID_ARGUMENT", c.want)
-			a.refused(before)
-			ucErr(t, a.do(http.MethodGet, apiPrefix+"/tables/unity."+sch+"."+name, nil), 404, "NOT_FOUND")
-		})
-	}
+	refusesColumns(t, a, sch, "cols", cases)
 
 	t.Run("the Delta API words the same fault the same way", func(t *testing.T) {
 		a := a.with(t)
@@ -317,29 +327,14 @@ func TestFastUCRESTColumnPositionsAndPartitionIndexes(t *testing.T) {
 		}
 		return c
 	}
-	cases := []struct {
-		name string
-		cols []any
-		want string
-	}{
+	cases := []columnsCase{
 		{"negative position", []any{col("a", 0, nil), col("b", -1, nil)}, "columns[1].position must not be negative, got -1."},
 		{"two columns at one position", []any{col("a", 1, nil), col("b", 1, nil)}, "columns[1].position 1 is also columns[0]'s."},
 		{"a position missing beside others", []any{col("a", 0, nil), col("b", nil, nil)}, "columns[1].position is required"},
 		{"negative partition_index", []any{col("a", 0, -2), col("b", 1, nil)}, "columns[0].partition_index must not be negative, got -2."},
 		{"a repeated partition_index", []any{col("a", 0, 0), col("b", 1, 0)}, "columns[1].partition_index 0 is also columns[0]'s."},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			a := a.with(t)
-			name := uniq("pos")
-			b := ucTableBody(sch, name, "DELTA", "/data/"+name)
-			b["columns"] = c.cols
-			before := a.appliedIndex()
-			ucErr(t, a.do(http.MethodPost, apiPrefix+"/tables", b), 400, "INVALID_ARGUMENT", c.want)
-			a.refused(before)
-			ucErr(t, a.do(http.MethodGet, apiPrefix+"/tables/unity."+sch+"."+name, nil), 404, "NOT_FOUND")
-		})
-	}
+	refusesColumns(t, a, sch, "pos", cases)
 	t.Run("positions given for none keep the request's order", func(t *testing.T) {
 		a := a.with(t)
 		name := uniq("pos")
