@@ -3,6 +3,7 @@ package ucrest
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/raftcat/raftcat/fsm"
 	"github.com/raftcat/raftcat/httpapi"
@@ -51,9 +52,16 @@ var codeByStatus = map[int]string{
 // (operation_index, operation).
 type errorMapping struct{}
 
+// ucCode reports whether kind is spelled as UC REST's error codes are
+// (FAILED_PRECONDITION): another protocol's kind carried through a
+// transaction, such as a Lance code number, is not one.
+func ucCode(kind string) bool {
+	return kind != "" && strings.Trim(kind, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == ""
+}
+
 func (errorMapping) Render(p httpapi.Problem) (int, any) {
 	status, code := p.Status, codeByStatus[p.Status]
-	if p.Kind != "" { // a UC REST error_code the route raised itself
+	if ucCode(p.Kind) { // a UC REST error_code the route raised itself
 		code = p.Kind
 	}
 	if p.Code != 0 {
