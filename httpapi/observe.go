@@ -98,6 +98,8 @@ type httpMetrics struct {
 	// peerRefusals counts requests and relay connections refused because
 	// they claimed to come from a peer without proving it.
 	peerRefusals prometheus.Counter
+	// stages times the stages of writes (stages.go).
+	stages *prometheus.HistogramVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *httpMetrics {
@@ -120,6 +122,7 @@ func newHTTPMetrics(reg prometheus.Registerer, relayStats func() relay.Stats) *h
 		Help: "Requests refused for their credentials, by protocol and reason (missing, invalid, expired, revoked, throttled)."}, []string{"protocol", "reason"})
 	m.peerRefusals = prometheus.NewCounter(prometheus.CounterOpts{Name: "raftcat_peer_refusals_total",
 		Help: "Forwarded requests and relay connections refused because they claimed to come from a cluster peer without a valid signature, or on the client port when peers have the cluster port."})
+	m.stages = newStageSeconds(reg)
 	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.authFailures, m.peerRefusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raftcat_relay_connections",
 			Help: "Relay connections followers hold open to this node."}, func() float64 { return float64(relayStats().Connections) }),

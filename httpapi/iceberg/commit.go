@@ -120,7 +120,9 @@ func (s *Server) planAll(c echo.Context, st *fsm.State, w string, bodies []commi
 // metadata and applies the updates. Only a single-table commit may
 // finish a staged create (canCreate).
 func (s *Server) plan(c echo.Context, st *fsm.State, r ref, b commitBody, canCreate bool) (*change, error) {
+	done := s.stage(stageDecode)
 	reqs, updates, err := decodeCommit(b)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -133,12 +135,19 @@ func (s *Server) plan(c echo.Context, st *fsm.State, r ref, b commitBody, canCre
 		return s.planMissing(st, ch, reqs, updates, err)
 	}
 	ch.table = tb
-	if ch.base, err = s.readMetadata(c.Request().Context(), tb.Iceberg.MetadataLocation); err != nil {
+	done = s.stage(stageReadBase)
+	ch.base, err = s.readMetadata(c.Request().Context(), tb.Iceberg.MetadataLocation)
+	done()
+	if err != nil {
 		return nil, err
 	}
-	if err := validate(reqs, ch.base.meta, r); err != nil {
+	done = s.stage(stageRequirements)
+	err = validate(reqs, ch.base.meta, r)
+	done()
+	if err != nil {
 		return nil, err
 	}
+	defer s.stage(stageUpdate)()
 	return ch, applyUpdates(ch, updates)
 }
 
@@ -305,6 +314,7 @@ func (s *Server) commitAnswerOf(c echo.Context, tb *fsm.Table, f *metadataFile) 
 
 // commitAnswer renders a commit (or the staged create it finished).
 func (s *Server) commitAnswer(c echo.Context, res fsm.Result) error {
+	defer s.stage(stageRender)()
 	loc := res.Table.Iceberg.MetadataLocation
 	f, err := s.readMetadata(c.Request().Context(), loc)
 	if err != nil {

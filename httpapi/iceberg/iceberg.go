@@ -134,8 +134,26 @@ func Register(core *httpapi.Server, cfg Config) *Server {
 	}
 	core.AddTxPlanner("iceberg", s.planTxOp)
 	core.AddColumnSource(fsm.FormatIceberg, s.ucColumns)
+	core.Stages("iceberg", commitStages...)
 	return s
 }
+
+// The stages of an Iceberg commit on the leader, as
+// raftcat_write_stage_seconds times them.
+const (
+	stageDecode       = "decode"       // requirements and updates from JSON
+	stageReadBase     = "read base"    // the current metadata (cached, else read and parsed)
+	stageRequirements = "requirements" // checked against the current metadata
+	stageUpdate       = "update"       // iceberg-go applies the updates and builds the metadata
+	stageEncode       = "encode"       // the new metadata to JSON
+	stageWrite        = "file write"   // the metadata file written create-only and synced
+	stageRender       = "render"       // the answer, after the entry applied
+)
+
+var commitStages = []string{stageDecode, stageReadBase, stageRequirements, stageUpdate, stageEncode, stageWrite, stageRender}
+
+// stage times one stage of a commit.
+func (s *Server) stage(name string) func() { return s.core.Stage("iceberg", name) }
 
 func allRoutes() []route {
 	var out []route

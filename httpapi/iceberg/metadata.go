@@ -72,11 +72,16 @@ func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metad
 	if err != nil {
 		return nil, err
 	}
+	done := s.stage(stageEncode)
 	raw, err := json.Marshal(meta)
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata: %w", err)
 	}
-	if err := objs.Write(ctx, loc, raw); err != nil {
+	done = s.stage(stageWrite)
+	err = objs.Write(ctx, loc, raw)
+	done()
+	if err != nil {
 		return nil, fmt.Errorf("write metadata file %s: %w", loc, err)
 	}
 	f := &metadataFile{location: loc, raw: raw, meta: meta}
