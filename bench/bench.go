@@ -5,7 +5,9 @@
 // raftcat's Iceberg REST API (a new snapshot asserting the loaded one),
 // against a three-member etcd doing the equivalent compare-and-swap
 // transaction, and against PostgreSQL with streaming replicas doing the
-// compare-and-swap on a row that PostgreSQL-backed catalogs do.
+// compare-and-swap on a row that PostgreSQL-backed catalogs do. An Iceberg
+// workload written through iceberg-go compares raftcat's Iceberg REST
+// catalog with iceberg-go's SQL catalog on that PostgreSQL.
 package bench
 
 import (
@@ -51,7 +53,9 @@ type Config struct {
 	Rounds int
 	// Protocol "iceberg" also runs the workload on the same cluster's
 	// Iceberg REST API, alternating with the Delta one ("" or "delta":
-	// Delta only).
+	// Delta only). With AgainstPostgres, "iceberg" runs the Iceberg
+	// workload through iceberg-go instead, on raftcat's REST catalog and on
+	// iceberg-go's SQL catalog on the PostgreSQL started, and no Delta.
 	Protocol string
 	// Auth is how a started cluster authenticates: "none" (or empty), or
 	// "token": every node runs with --auth=token, its admin token being
