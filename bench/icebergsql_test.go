@@ -179,3 +179,19 @@ func TestTextComparesIcebergWithSQLCatalog(t *testing.T) {
 		t.Errorf("comparisons not run printed:\n%s", text)
 	}
 }
+
+// The SQL catalog creates each table in a serializable transaction; the
+// bench's default 16 tables must all be created, however those
+// transactions would collide.
+func TestIcebergSQLCatalogCreatesSixteenTables(t *testing.T) {
+	pg, _ := startTestPostgres(t, Config{Clients: 16})
+	s := &icebergSQLSystem{pg: pg, warehouse: "file://" + t.TempDir()}
+	defer s.close()
+	writers, err := s.prepare(context.Background(), 16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(writers) != 16 || len(s.tables.idents) != 16 {
+		t.Fatalf("%d writers over %d tables", len(writers), len(s.tables.idents))
+	}
+}
