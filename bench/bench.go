@@ -5,7 +5,9 @@
 // raftcat's Iceberg REST API (a new snapshot asserting the loaded one),
 // against a three-member etcd doing the equivalent compare-and-swap
 // transaction, and against PostgreSQL with streaming replicas doing the
-// compare-and-swap on a row that PostgreSQL-backed catalogs do.
+// compare-and-swap on a row that PostgreSQL-backed catalogs do. An Iceberg
+// workload written through iceberg-go compares raftcat's Iceberg REST
+// catalog with iceberg-go's SQL catalog on that PostgreSQL.
 package bench
 
 import (
@@ -51,7 +53,9 @@ type Config struct {
 	Rounds int
 	// Protocol "iceberg" also runs the workload on the same cluster's
 	// Iceberg REST API, alternating with the Delta one ("" or "delta":
-	// Delta only).
+	// Delta only). With AgainstPostgres, "iceberg" runs the Iceberg
+	// workload through iceberg-go instead, on raftcat's REST catalog and on
+	// iceberg-go's SQL catalog on the PostgreSQL started, and no Delta.
 	Protocol string
 	// Auth is how a started cluster authenticates: "none" (or empty), or
 	// "token": every node runs with --auth=token, its admin token being
@@ -124,6 +128,19 @@ type Report struct {
 	IcebergP50Ratio        float64   `json:"iceberg_p50_ratio,omitempty"`
 	IcebergP99Ratio        float64   `json:"iceberg_p99_ratio,omitempty"`
 	IcebergRoundRatios     []float64 `json:"iceberg_round_throughput_ratios,omitempty"`
+	// With Protocol iceberg and AgainstPostgres, both sides run the
+	// Iceberg workload through iceberg-go instead: Iceberg is raftcat
+	// driven through iceberg-go's REST catalog client (Raftcat, Postgres
+	// and the Iceberg ratios above stay empty), IcebergSQL is iceberg-go's
+	// SQL catalog on the PostgreSQL the bench starts, and the ratios are
+	// raftcat's commits/s, latencies and server CPU per commit over the SQL
+	// catalog's, overall and (commits/s) by round.
+	IcebergSQL                *Result   `json:"iceberg_sql,omitempty"`
+	IcebergSQLThroughputRatio float64   `json:"iceberg_sql_throughput_ratio,omitempty"`
+	IcebergSQLP50Ratio        float64   `json:"iceberg_sql_p50_ratio,omitempty"`
+	IcebergSQLP99Ratio        float64   `json:"iceberg_sql_p99_ratio,omitempty"`
+	IcebergSQLCPURatio        float64   `json:"iceberg_sql_server_cpu_ratio,omitempty"`
+	IcebergSQLRoundRatios     []float64 `json:"iceberg_sql_round_throughput_ratios,omitempty"`
 	// Auth is token when raftcat's requests carried a token (its started
 	// cluster ran with --auth=token), else none. Against a cluster without
 	// authentication (AgainstAuthOff), AuthOff is its result and the auth
@@ -256,6 +273,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if cfg.Leader {
 		rep.Target = "leader"
 	}
+	if cfg.Protocol == "iceberg" && cfg.AgainstPostgres && cfg.AgainstEtcd {
+		return rep, errors.New("bench: the Iceberg workload against PostgreSQL runs iceberg-go's SQL catalog; run the comparison with etcd apart")
+	}
 	if cfg.AgainstEtcd {
 		if err := findEtcd(&cfg); err != nil {
 			return rep, err
@@ -280,6 +300,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 				return rep, err
 			}
 		}
+	}
+	if cfg.Protocol == "iceberg" && cfg.AgainstPostgres {
+		return runIcebergSQL(ctx, cfg, rep, log)
 	}
 	var runs []*systemRun
 	defer func() {
@@ -331,16 +354,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	}
 	rep.LeaderURL = rc.leaderTarget
 	before, beforeOff := breakdownStart(ctx, cfg, rc, log), breakdownStart(ctx, cfg, off, log)
-	for round := 1; round <= cfg.Rounds; round++ {
-		rates := make([]float64, len(runs))
-		for i, r := range runs {
-			if cfg.Rounds > 1 {
-				fmt.Fprintf(log, "bench: round %d of %d\n", round, cfg.Rounds)
-			}
-			if rates[i], err = r.window(ctx, cfg, log); err != nil {
-				return rep, err
-			}
-		}
+	rounds, err := measure(ctx, cfg, runs, log)
+	if err != nil {
+		return rep, err
+	}
+	for _, rates := range rounds {
 		if cfg.Rounds > 1 && etcdAt > 0 {
 			rep.RoundRatios = append(rep.RoundRatios, ratio(rates[0], rates[etcdAt]))
 		}
@@ -354,16 +372,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 			*offRounds = append(*offRounds, ratio(rates[0], rates[offAt]))
 		}
 	}
-	for _, r := range runs {
-		r.closeClients()
-	}
 	rep.Breakdown = breakdownEnd(ctx, rc, before, log) // before verification reads the tables
 	*offBreakdown = breakdownEnd(ctx, off, beforeOff, log)
-	results := make([]Result, len(runs))
-	for i, r := range runs {
-		if results[i], err = r.result(ctx, cfg, log); err != nil {
-			return rep, err
-		}
+	results, err := resultsOf(ctx, cfg, runs, log)
+	if err != nil {
+		return rep, err
 	}
 	rep.Raftcat = &results[0]
 	r := results[0]
@@ -396,6 +409,42 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		rep.AuthThroughputRatio, rep.AuthP50Ratio, rep.AuthP99Ratio = compare(r, results[offAt])
 	}
 	return rep, nil
+}
+
+// measure runs every system's window in turn, cfg.Rounds times, and
+// returns each round's commits/s of each system; then it closes the
+// clients' connections.
+func measure(ctx context.Context, cfg Config, runs []*systemRun, log io.Writer) ([][]float64, error) {
+	var rounds [][]float64
+	for round := 1; round <= cfg.Rounds; round++ {
+		rates := make([]float64, len(runs))
+		for i, r := range runs {
+			if cfg.Rounds > 1 {
+				fmt.Fprintf(log, "bench: round %d of %d\n", round, cfg.Rounds)
+			}
+			var err error
+			if rates[i], err = r.window(ctx, cfg, log); err != nil {
+				return nil, err
+			}
+		}
+		rounds = append(rounds, rates)
+	}
+	for _, r := range runs {
+		r.closeClients()
+	}
+	return rounds, nil
+}
+
+// resultsOf summarises and verifies every system's run.
+func resultsOf(ctx context.Context, cfg Config, runs []*systemRun, log io.Writer) ([]Result, error) {
+	results := make([]Result, len(runs))
+	for i, r := range runs {
+		var err error
+		if results[i], err = r.result(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
 }
 
 // compare is a's commits/s, p50 and p99 over b's.
@@ -542,4 +591,52 @@ func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Resu
 	res.addCPU(r.server, r.client)
 	fmt.Fprintf(log, "bench: %s\n", res.Line())
 	return res, nil
+}
+
+// runIcebergSQL runs the Iceberg workload through iceberg-go on raftcat's
+// REST catalog and on iceberg-go's SQL catalog on PostgreSQL, in
+// alternating rounds, both warehouses under cfg.Dir.
+func runIcebergSQL(ctx context.Context, cfg Config, rep Report, log io.Writer) (Report, error) {
+	rc, err := openRaftcat(ctx, cfg, log)
+	if err != nil {
+		return rep, err
+	}
+	runs := []*systemRun{{sys: &icebergRESTSystem{rc: rc}}}
+	defer func() {
+		for _, r := range runs {
+			r.sys.close()
+		}
+	}()
+	rep.Auth = rc.authName()
+	pg, err := startPostgres(ctx, cfg, filepath.Join(cfg.Dir, "postgres"), log)
+	if err != nil {
+		return rep, err
+	}
+	rep.PostgresVersion = pg.version
+	warehouse := filepath.Join(cfg.Dir, "iceberg-sql-warehouse")
+	fmt.Fprintf(log, "bench: iceberg-go SQL catalog on the PostgreSQL primary, warehouse file://%s\n", warehouse)
+	runs = append(runs, &systemRun{sys: &icebergSQLSystem{pg: pg, warehouse: "file://" + warehouse}})
+	for _, r := range runs {
+		if err := r.prepare(ctx, cfg, log); err != nil {
+			return rep, err
+		}
+	}
+	rep.LeaderURL = rc.leaderTarget
+	rounds, err := measure(ctx, cfg, runs, log)
+	if err != nil {
+		return rep, err
+	}
+	for _, rates := range rounds {
+		if cfg.Rounds > 1 {
+			rep.IcebergSQLRoundRatios = append(rep.IcebergSQLRoundRatios, ratio(rates[0], rates[1]))
+		}
+	}
+	results, err := resultsOf(ctx, cfg, runs, log)
+	if err != nil {
+		return rep, err
+	}
+	rep.Iceberg, rep.IcebergSQL = &results[0], &results[1]
+	rep.IcebergSQLThroughputRatio, rep.IcebergSQLP50Ratio, rep.IcebergSQLP99Ratio = compare(results[0], results[1])
+	rep.IcebergSQLCPURatio = ratio(results[0].ServerCPUMsPerCommit, results[1].ServerCPUMsPerCommit)
+	return rep, nil
 }

@@ -550,19 +550,29 @@ func (s *postgresSystem) verify(ctx context.Context, f inFlight) error {
 	if !ok {
 		return fmt.Errorf("after the run the replicas are not all synchronous candidates: %s", state)
 	}
+	return s.eachReplayedReplica(ctx, func(conn *pgx.Conn, _ string) error {
+		return checkReplicaVersions(ctx, conn, versions)
+	})
+}
+
+// eachReplayedReplica runs check on a connection to each replica once it
+// has replayed the primary's WAL as far as the primary has written it now.
+func (s *postgresSystem) eachReplayedReplica(ctx context.Context, check func(conn *pgx.Conn, name string) error) error {
 	var lsn string
 	if err := s.admin.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
 		return err
 	}
 	for _, r := range s.servers[1:] {
-		if err := s.verifyReplica(ctx, r, lsn, versions); err != nil {
+		if err := s.replayed(ctx, r, lsn, check); err != nil {
 			return fmt.Errorf("replica %s: %w", r.name, err)
 		}
 	}
 	return nil
 }
 
-func (s *postgresSystem) verifyReplica(ctx context.Context, r *pgServer, lsn string, versions map[int]int64) error {
+// replayed connects to replica r, waits up to a minute for it to replay
+// the WAL up to lsn and runs check.
+func (s *postgresSystem) replayed(ctx context.Context, r *pgServer, lsn string, check func(conn *pgx.Conn, name string) error) error {
 	conn, err := s.connect(ctx, r, "raftcat-bench-verify")
 	if err != nil {
 		return err
@@ -575,7 +585,7 @@ func (s *postgresSystem) verifyReplica(ctx context.Context, r *pgServer, lsn str
 			return err
 		}
 		if replayed {
-			break
+			return check(conn, r.name)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("has not replayed the primary's WAL up to %s within a minute", lsn)
@@ -586,6 +596,11 @@ func (s *postgresSystem) verifyReplica(ctx context.Context, r *pgServer, lsn str
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// checkReplicaVersions compares a replica's table versions with the
+// primary's.
+func checkReplicaVersions(ctx context.Context, conn *pgx.Conn, versions map[int]int64) error {
 	for t, want := range versions {
 		var v int64
 		if err := conn.QueryRow(ctx, "SELECT version FROM tables WHERE id = $1", t).Scan(&v); err != nil {

@@ -194,11 +194,17 @@ func (s *raftcatSystem) targets(ctx context.Context) ([]string, error) {
 // createAll runs create for every table index, 16 at a time, and returns
 // the first error.
 func createAll(ctx context.Context, tables int, create func(i int) error) error {
+	return createEach(ctx, tables, 16, create)
+}
+
+// createEach runs create for every table index, at most workers at a
+// time, and returns the first error.
+func createEach(ctx context.Context, tables, workers int, create func(i int) error) error {
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for w := 0; w < min(tables, 16); w++ {
+	for w := 0; w < min(tables, workers); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -142,7 +142,7 @@ func (rep Report) Text() string {
 	if rep.Secure {
 		s = strings.TrimSuffix(s, "\n") + ", TLS on (client port, between nodes, gossip)\n"
 	}
-	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.AuthOff, rep.TLSOff}
+	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.IcebergSQL, rep.AuthOff, rep.TLSOff}
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.Line() + "\n"
@@ -171,7 +171,10 @@ func (rep Report) Text() string {
 		}
 		s += b.String()
 	}
-	if rep.Iceberg != nil {
+	if rep.IcebergSQL != nil {
+		s += rep.icebergSQLText()
+	}
+	if rep.Iceberg != nil && rep.Raftcat != nil {
 		s += fmt.Sprintf("iceberg/delta: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
 			rep.IcebergThroughputRatio, rep.IcebergP50Ratio, rep.IcebergP99Ratio)
 		s += byRound("iceberg/delta throughput ratio by round:", rep.IcebergRoundRatios)
@@ -199,4 +202,29 @@ func byRound(title string, ratios []float64) string {
 		s += fmt.Sprintf(" x%.2f", r)
 	}
 	return s + "\n"
+}
+
+// icebergDurability says how each side of the comparison with iceberg-go's
+// SQL catalog makes a commit durable.
+const icebergDurability = "durability: raftcat fsyncs each metadata file and its directory before the pointer moves, the pointer on a majority of the three nodes;\n" +
+	"  the SQL catalog's metadata files go through iceberg-go's local file writer, without fsync, the pointer on the primary and a synchronous replica.\n" +
+	"  The data files, manifests and manifest lists the client writes are not fsynced on either side.\n"
+
+// icebergSQLText compares raftcat with iceberg-go's SQL catalog.
+func (rep Report) icebergSQLText() string {
+	r, q := rep.Iceberg, rep.IcebergSQL
+	s := fmt.Sprintf("raftcat/sql-catalog (iceberg-go on both): throughput x%.2f, p50 x%.2f, p99 x%.2f, server CPU per commit x%.2f\n",
+		rep.IcebergSQLThroughputRatio, rep.IcebergSQLP50Ratio, rep.IcebergSQLP99Ratio, rep.IcebergSQLCPURatio)
+	s += byRound("raftcat/sql-catalog throughput ratio by round:", rep.IcebergSQLRoundRatios)
+	s += fmt.Sprintf("client (bench process) CPU per commit: raftcat side %.2f ms, sql-catalog side %.2f ms\n",
+		perCommitMs(r.ClientCPUSeconds, r.Commits), perCommitMs(q.ClientCPUSeconds, q.Commits))
+	return s + icebergDurability
+}
+
+// perCommitMs is CPU seconds over commits, in milliseconds.
+func perCommitMs(cpu float64, commits int) float64 {
+	if commits == 0 {
+		return 0
+	}
+	return cpu * 1000 / float64(commits)
 }

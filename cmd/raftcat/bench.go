@@ -34,7 +34,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd or --against-postgres they alternate between the systems, so a machine whose speed drifts slows them alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1; with --protocol lance, --clients 1 --lance-tables 1)")
-	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios; sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
+	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios (with --against-postgres: run it through iceberg-go against raftcat's REST catalog and iceberg-go's SQL catalog on PostgreSQL instead); sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
 	var sh bench.SharingConfig
 	fs.IntVar(&sh.Tables, "sharing-tables", 8, "with --protocol sharing: identical copies of the table shared, each queried once cold")
 	fs.IntVar(&sh.Commits, "sharing-commits", 100, "with --protocol sharing: commits after version 0 in the generated table")
@@ -47,7 +47,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&sh.Iterations, "iterations", 0, "with --protocol sharing: measure this many queries of each cached kind instead of --duration")
 	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
 	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
-	fs.BoolVar(&cfg.AgainstPostgres, "against-postgres", false, "also run the workload as PostgreSQL-backed catalogs commit (a compare-and-swap UPDATE of the table's row plus the commit record's INSERT in one transaction) on a PostgreSQL primary with --postgres-replicas synchronous streaming replicas that it starts, and report the ratios; with --against-etcd too, rounds go round all three systems")
+	fs.BoolVar(&cfg.AgainstPostgres, "against-postgres", false, "also run the workload as PostgreSQL-backed catalogs commit (a compare-and-swap UPDATE of the table's row plus the commit record's INSERT in one transaction) on a PostgreSQL primary with --postgres-replicas synchronous streaming replicas that it starts, and report the ratios; with --against-etcd too, rounds go round all three systems; with --protocol iceberg, run the Iceberg workload through iceberg-go on raftcat's REST catalog and on iceberg-go's SQL catalog (postgres dialect) on that PostgreSQL instead")
 	fs.StringVar(&cfg.PostgresBinDir, "postgres-bin-dir", "", "directory of PostgreSQL's initdb, pg_basebackup and postgres for --against-postgres (default: the newest /usr/lib/postgresql/<version>/bin, as Debian's postgresql package installs them, else initdb's directory on PATH)")
 	fs.IntVar(&cfg.PostgresReplicas, "postgres-replicas", 2, "with --against-postgres: streaming replicas r1..rN made with pg_basebackup, of which any one must have flushed a commit before it is acknowledged (synchronous_standby_names 'ANY 1 (r1, ...)'); 0: a lone primary, durable on its own disk only")
 	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the clusters the bench starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the bench makes, written to admin.token in the cluster's directory under --dir; every request carries it)")
@@ -80,6 +80,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		"primary. Run as root, PostgreSQL runs as the user postgres, who must be able to pass\n" +
 		"through a --dir given. Its processes and directory are removed when the bench ends,\n" +
 		"fails or is stopped (Ctrl-C, SIGTERM).\n\n" +
+		"With --protocol iceberg --against-postgres both sides run the Iceberg workload through\n" +
+		"iceberg-go, and Delta does not run: each client loads its table, writes a new one-row\n" +
+		"Parquet data file into the table's data directory, appends it with AddDataFiles (iceberg-go\n" +
+		"writes a manifest and a manifest list) asserting that main still points at the loaded\n" +
+		"snapshot, and commits; on a lost race it reloads and redoes the append. raftcat is driven\n" +
+		"through iceberg-go's REST catalog client (client i on node i mod 3, with --token and the\n" +
+		"cluster's CA when set); the anchor is iceberg-go's SQL catalog (postgres dialect) on the\n" +
+		"PostgreSQL above, its warehouse file://<--dir>/iceberg-sql-warehouse, beside raftcat's.\n" +
+		"Rounds alternate; it reports both sides' commits/s, p50/p99 and server CPU per commit with\n" +
+		"raftcat's over the SQL catalog's, overall and by round, and checks afterwards that every\n" +
+		"acknowledged snapshot is in its table's history on both sides. raftcat fsyncs each metadata\n" +
+		"file; iceberg-go's local file writer, which the SQL catalog writes through, does not. With\n" +
+		"--urls the cluster's warehouse must be a file:// path this machine can write.\n\n" +
 		"With --protocol sharing it measures Delta Sharing queries instead: it writes a Delta log of\n" +
 		"--sharing-commits commits of --sharing-files-per-commit files (10,000 by default; no data\n" +
 		"files) under --dir, registers --sharing-tables identical copies as external tables, shares\n" +
@@ -117,6 +130,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" && cfg.Protocol != "sharing" && cfg.Protocol != "lance" {
 		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta, iceberg, sharing or lance")
+		return 2
+	}
+	if cfg.Protocol == "iceberg" && cfg.AgainstPostgres && cfg.AgainstEtcd {
+		fmt.Fprintln(stderr, "raftcat bench: --protocol iceberg --against-postgres runs iceberg-go's SQL catalog; run --against-etcd apart")
 		return 2
 	}
 	if cfg.Protocol == "sharing" && cfg.AgainstEtcd {

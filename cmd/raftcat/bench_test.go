@@ -479,3 +479,19 @@ func TestBenchSecureSmoke(t *testing.T) {
 		t.Errorf("the cluster without TLS has certificates: %v", err)
 	}
 }
+
+// `raftcat bench --protocol iceberg --against-postgres` compares raftcat
+// with iceberg-go's SQL catalog: its help says so, and it refuses etcd
+// beside it before starting anything.
+func TestBenchIcebergAgainstSQLCatalogFlags(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := benchCmd([]string{"--help"}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "With --protocol iceberg --against-postgres both sides run the Iceberg workload through\niceberg-go") {
+		t.Fatalf("help (exit %d) does not describe the SQL catalog comparison:\n%s", code, out.String())
+	}
+	out.Reset()
+	code := benchCmd([]string{"--protocol", "iceberg", "--against-postgres", "--against-etcd", "--out", filepath.Join(t.TempDir(), "b.json")}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "--protocol iceberg --against-postgres runs iceberg-go's SQL catalog; run --against-etcd apart") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
