@@ -622,10 +622,15 @@ func runIcebergSQL(ctx context.Context, cfg Config, rep Report, log io.Writer) (
 		}
 	}
 	rep.LeaderURL = rc.leaderTarget
+	before, err := scrapeAll(ctx, rc.http, rc.urls)
+	if err != nil {
+		fmt.Fprintf(log, "bench: no breakdown of the Iceberg commit path: %v\n", err)
+	}
 	rounds, err := measure(ctx, cfg, runs, log)
 	if err != nil {
 		return rep, err
 	}
+	rep.Breakdown = icebergBreakdown(ctx, rc, before, log)
 	for _, rates := range rounds {
 		if cfg.Rounds > 1 {
 			rep.IcebergSQLRoundRatios = append(rep.IcebergSQLRoundRatios, ratio(rates[0], rates[1]))

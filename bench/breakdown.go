@@ -58,6 +58,34 @@ var commitStages = []stageDef{
 	{name: "apply a batch (each node)", family: "raftcat_raft_fsm_applyBatch", ms: true},
 }
 
+// icebergStages are the stages of an Iceberg commit through the REST
+// catalog: the HTTP commit where the client reached and on the leader,
+// the leader's own stages of building it (raftcat_write_stage_seconds),
+// and the proposal and raft's steps as for Delta.
+var icebergStages = append([]stageDef{
+	{name: "HTTP commit at the node the client reached", family: "raftcat_http_request_duration_seconds",
+		labels: map[string]string{"protocol": "iceberg", "method": "POST", "forwarded": "false"}, note: "includes the relay hop when that node follows"},
+	{name: "HTTP commit on the leader, relayed", family: "raftcat_http_request_duration_seconds",
+		labels: map[string]string{"protocol": "iceberg", "method": "POST", "forwarded": "true"}},
+	{name: "HTTP load at the node the client reached", family: "raftcat_http_request_duration_seconds",
+		labels: map[string]string{"protocol": "iceberg", "method": "GET", "forwarded": "false"}},
+}, append(icebergWriteStages(), commitStages[4:]...)...)
+
+// icebergWriteStages are the leader's stages of building an Iceberg
+// commit, as httpapi/iceberg names them.
+func icebergWriteStages() []stageDef {
+	var out []stageDef
+	for _, st := range []struct{ name, note string }{
+		{"decode", "requirements and updates from JSON"}, {"read base", "current metadata, cached"},
+		{"requirements", ""}, {"update", "iceberg-go applies the updates and builds the metadata"},
+		{"encode", "the metadata to JSON"}, {"file write", "create-only, synced"}, {"render", "the answer"},
+	} {
+		out = append(out, stageDef{name: "iceberg " + st.name + " (leader)", family: "raftcat_write_stage_seconds",
+			labels: map[string]string{"protocol": "iceberg", "stage": st.name}, note: st.note})
+	}
+	return out
+}
+
 // metricsSnapshot is every node's metrics at one moment.
 type metricsSnapshot []map[string]*dto.MetricFamily
 
@@ -95,9 +123,9 @@ func scrape(ctx context.Context, c *http.Client, base string) (map[string]*dto.M
 
 // breakdown is the mean of every stage between two snapshots, pooled
 // over the nodes (their sums over their counts).
-func breakdown(before, after metricsSnapshot) []Stage {
+func breakdown(defs []stageDef, before, after metricsSnapshot) []Stage {
 	var out []Stage
-	for _, d := range commitStages {
+	for _, d := range defs {
 		sum, count := d.total(after)
 		s0, c0 := d.total(before)
 		sum, count = sum-s0, count-c0
@@ -180,5 +208,18 @@ func breakdownEnd(ctx context.Context, rc *raftcatSystem, before metricsSnapshot
 		fmt.Fprintf(log, "bench: no breakdown of the commit path: %v\n", err)
 		return nil
 	}
-	return breakdown(before, after)
+	return breakdown(commitStages, before, after)
+}
+
+// icebergBreakdown is breakdownEnd for the Iceberg commit path.
+func icebergBreakdown(ctx context.Context, rc *raftcatSystem, before metricsSnapshot, log io.Writer) []Stage {
+	if before == nil {
+		return nil
+	}
+	after, err := scrapeAll(ctx, rc.http, rc.urls)
+	if err != nil {
+		fmt.Fprintf(log, "bench: no breakdown of the Iceberg commit path: %v\n", err)
+		return nil
+	}
+	return breakdown(icebergStages, before, after)
 }

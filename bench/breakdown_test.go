@@ -39,7 +39,7 @@ func TestBreakdownMeansBetweenSnapshots(t *testing.T) {
 	before := metricsSnapshot{parseMetrics(t, metricsAt("10", "1", "5")), parseMetrics(t, metricsAt("0", "0", "0"))}
 	after := metricsSnapshot{parseMetrics(t, metricsAt("30", "9", "15")), parseMetrics(t, metricsAt("20", "0", "0"))}
 	stages := map[string]Stage{}
-	for _, s := range breakdown(before, after) {
+	for _, s := range breakdown(commitStages, before, after) {
 		stages[s.Name] = s
 	}
 	// 40 applied proposals of 1 ms each (the refused ones left out), and
@@ -52,5 +52,33 @@ func TestBreakdownMeansBetweenSnapshots(t *testing.T) {
 	}
 	if s := stages["group-commit wait (leader)"]; s.Count != 0 || s.MeanMs != 0 {
 		t.Errorf("a stage without samples: %+v", s)
+	}
+}
+
+// The Iceberg breakdown reads the leader's stages of building a commit
+// by their stage label, and the proposal as Delta's does.
+func TestIcebergBreakdownReadsTheWriteStages(t *testing.T) {
+	at := func(n string) string {
+		return `# TYPE raftcat_write_stage_seconds histogram
+raftcat_write_stage_seconds_bucket{protocol="iceberg",stage="update",le="+Inf"} ` + n + `
+raftcat_write_stage_seconds_sum{protocol="iceberg",stage="update"} ` + n + `e-3
+raftcat_write_stage_seconds_count{protocol="iceberg",stage="update"} ` + n + `
+raftcat_write_stage_seconds_bucket{protocol="iceberg",stage="encode",le="+Inf"} 0
+raftcat_write_stage_seconds_sum{protocol="iceberg",stage="encode"} 0
+raftcat_write_stage_seconds_count{protocol="iceberg",stage="encode"} 0
+` + metricsAt(n, "0", "0")
+	}
+	stages := map[string]Stage{}
+	for _, s := range breakdown(icebergStages, metricsSnapshot{parseMetrics(t, at("5"))}, metricsSnapshot{parseMetrics(t, at("25"))}) {
+		stages[s.Name] = s
+	}
+	if u := stages["iceberg update (leader)"]; u.Count != 20 || u.MeanMs < 0.999 || u.MeanMs > 1.001 {
+		t.Errorf("update: %+v", u)
+	}
+	if e := stages["iceberg encode (leader)"]; e.Count != 0 {
+		t.Errorf("encode: %+v", e)
+	}
+	if p := stages["propose (leader)"]; p.Count != 20 {
+		t.Errorf("propose: %+v", p)
 	}
 }
