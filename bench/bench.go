@@ -9,6 +9,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -72,6 +73,12 @@ type Config struct {
 	// TLS is what requests to the cluster at URLs trust (nil: the
 	// system's roots).
 	TLS *tls.Config
+	// Client is the HTTP client raftcat's writers use: ClientLean (or
+	// empty) or ClientNetHTTP.
+	Client string
+	// Balance is how raftcat's writers spread their requests over the
+	// nodes: BalanceClient (or empty) or BalanceRequest.
+	Balance string
 }
 
 // AuthToken is the Auth of a cluster whose API needs a token.
@@ -148,6 +155,11 @@ type Report struct {
 	TLSP99Ratio        float64   `json:"tls_p99_ratio,omitempty"`
 	TLSRoundRatios     []float64 `json:"tls_round_throughput_ratios,omitempty"`
 	TLSOffBreakdown    []Stage   `json:"tls_off_breakdown,omitempty"`
+	// Client is the HTTP client raftcat's writers used (lean or
+	// nethttp) and Balance how their requests were spread over the
+	// nodes (client: one node per writer; request: round robin).
+	Client  string `json:"client"`
+	Balance string `json:"balance"`
 }
 
 // system is one store the workload can run against.
@@ -249,10 +261,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if err := cfg.checkAuth(); err != nil {
 		return Report{}, err
 	}
+	if err := cfg.checkClients(); err != nil {
+		return Report{}, err
+	}
+	cfg.Client, cfg.Balance = cmp.Or(cfg.Client, ClientLean), cmp.Or(cfg.Balance, BalanceClient)
 	cfg.Rounds = max(cfg.Rounds, 1)
 	rep := Report{StartedAt: time.Now().UTC(), Tables: cfg.Tables, Clients: cfg.Clients, Target: "spread",
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), CPUs: runtime.NumCPU(), ServeFlags: cfg.ServeFlags,
-		Rounds: cfg.Rounds, Protocol: cfg.Protocol}
+		Rounds: cfg.Rounds, Protocol: cfg.Protocol, Client: cfg.Client, Balance: cfg.Balance}
 	if cfg.Leader {
 		rep.Target = "leader"
 	}
@@ -460,6 +476,10 @@ type systemRun struct {
 	loads, attempts []time.Duration
 	server, client  float64 // CPU seconds
 	measured        time.Duration
+	// relayed are the requests followers relayed to the leader in the
+	// relayWindows measured windows whose relays were counted.
+	relayed      float64
+	relayWindows int
 }
 
 // closeClients closes the connections of clients that keep their own.
@@ -491,7 +511,8 @@ func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (floa
 	runCtx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	per := make([][]sample, len(r.clients))
-	cpu := startCPU(r.sys.pids(), from, until)
+	probe := relayProbe(ctx, r.sys, log)
+	cpu := startCPUCounting(r.sys.pids(), from, until, probe)
 	var wg sync.WaitGroup
 	for i, c := range r.clients {
 		wg.Add(1)
@@ -527,6 +548,9 @@ func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (floa
 	}
 	server, client := cpu.result()
 	r.server, r.client = r.server+server, r.client+client
+	if relayed, ok := cpu.counted(); ok {
+		r.relayed, r.relayWindows = r.relayed+relayed, r.relayWindows+1
+	}
 	r.measured += cfg.Duration
 	return float64(acked) / cfg.Duration.Seconds(), nil
 }
@@ -540,6 +564,10 @@ func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Resu
 	}
 	res.Verified = true
 	res.addCPU(r.server, r.client)
+	res.addRequests(len(r.loads) + len(r.attempts))
+	if r.relayWindows == cfg.Rounds {
+		res.addRelays(r.relayed)
+	}
 	fmt.Fprintf(log, "bench: %s\n", res.Line())
 	return res, nil
 }
