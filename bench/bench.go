@@ -79,6 +79,10 @@ type Config struct {
 	// Balance is how raftcat's writers spread their requests over the
 	// nodes: BalanceClient (or empty) or BalanceRequest.
 	Balance string
+	// AgainstLean also runs the workload on the same cluster with the
+	// lean client, each writer keeping to one node, alternating rounds
+	// with Client and Balance: what the users' client costs.
+	AgainstLean bool
 }
 
 // AuthToken is the Auth of a cluster whose API needs a token.
@@ -160,6 +164,15 @@ type Report struct {
 	// nodes (client: one node per writer; request: round robin).
 	Client  string `json:"client"`
 	Balance string `json:"balance"`
+	// With AgainstLean, Lean is the result of the lean client keeping
+	// to one node per writer on the same cluster, and the lean ratios
+	// are raftcat's (Client, Balance) commits/s and latencies over its,
+	// overall and by round.
+	Lean                *Result   `json:"lean,omitempty"`
+	LeanThroughputRatio float64   `json:"lean_throughput_ratio,omitempty"`
+	LeanP50Ratio        float64   `json:"lean_p50_ratio,omitempty"`
+	LeanP99Ratio        float64   `json:"lean_p99_ratio,omitempty"`
+	LeanRoundRatios     []float64 `json:"lean_round_throughput_ratios,omitempty"`
 }
 
 // system is one store the workload can run against.
@@ -335,6 +348,10 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 		offAt, runs = len(runs), append(runs, &systemRun{sys: off})
 	}
+	leanAt := -1
+	if cfg.AgainstLean {
+		leanAt, runs = len(runs), append(runs, &systemRun{sys: leanBeside(rc)})
+	}
 	rep.Secure = cfg.Secure
 	offRounds, offBreakdown := &rep.AuthRoundRatios, &rep.AuthOffBreakdown
 	if cfg.Secure {
@@ -368,6 +385,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 		if cfg.Rounds > 1 && offAt > 0 {
 			*offRounds = append(*offRounds, ratio(rates[0], rates[offAt]))
+		}
+		if cfg.Rounds > 1 && leanAt > 0 {
+			rep.LeanRoundRatios = append(rep.LeanRoundRatios, ratio(rates[0], rates[leanAt]))
 		}
 	}
 	for _, r := range runs {
@@ -403,6 +423,10 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		rep.IcebergThroughputRatio = ratio(ice.CommitsPerSec, r.CommitsPerSec)
 		rep.IcebergP99Ratio = ratio(ice.Latency.P99, r.Latency.P99)
 		rep.IcebergP50Ratio = ratio(ice.Latency.P50, r.Latency.P50)
+	}
+	if leanAt > 0 {
+		rep.Lean = &results[leanAt]
+		rep.LeanThroughputRatio, rep.LeanP50Ratio, rep.LeanP99Ratio = compare(r, results[leanAt])
 	}
 	if offAt > 0 && cfg.Secure {
 		rep.TLSOff = &results[offAt]

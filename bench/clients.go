@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,10 @@ func (cfg *Config) checkClients() error {
 		return fmt.Errorf("bench: unknown client %q (lean or nethttp)", cfg.Client)
 	case cfg.Balance != "" && cfg.Balance != BalanceClient && cfg.Balance != BalanceRequest:
 		return fmt.Errorf("bench: unknown balance %q (client or request)", cfg.Balance)
+	case cfg.AgainstLean && cmp.Or(cfg.Client, ClientLean) == ClientLean && cmp.Or(cfg.Balance, BalanceClient) == BalanceClient:
+		return errors.New("bench: the comparison with the lean client needs another client or balancing")
+	case cfg.AgainstLean && cfg.Protocol != "delta":
+		return errors.New("bench: the comparison with the lean client runs the Delta workload only")
 	case cfg.Balance == BalanceRequest && cfg.Leader:
 		return errors.New("bench: request balancing spreads requests over the nodes; the leader target sends them all to one")
 	}
@@ -302,3 +307,16 @@ func (s *raftcatSystem) balanceOver(balance string) {
 		s.balance = newRoundRobin(s.urls)
 	}
 }
+
+// leanWriters are the lean client's writers, each keeping to one node,
+// on the cluster of another raftcat system (AgainstLean); the cluster
+// stays that system's.
+type leanWriters struct{ *raftcatSystem }
+
+// leanBeside is the lean client on rc's cluster, with tables of its own.
+func leanBeside(rc *raftcatSystem) leanWriters {
+	return leanWriters{&raftcatSystem{label: "lean", urls: rc.urls, leader: rc.leader, leaderTarget: rc.leaderTarget,
+		token: rc.token, tls: rc.tls, http: rc.http, cluster: rc.cluster, client: ClientLean, clients: rc.clients}}
+}
+
+func (l leanWriters) close() {} // the cluster is the other system's

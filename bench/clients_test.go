@@ -169,3 +169,23 @@ func TestClientCostPerCommit(t *testing.T) {
 		t.Fatalf("without commits: %+v", none)
 	}
 }
+
+// The comparison with the lean client needs something else to compare,
+// and request balancing has no meaning when every request goes to the
+// leader.
+func TestCheckClientsRefusesWhatCannotRun(t *testing.T) {
+	for _, c := range []Config{
+		{Client: "curl"}, {Balance: "dns"}, {Balance: BalanceRequest, Leader: true},
+		{AgainstLean: true, Protocol: "delta"}, {AgainstLean: true, Client: ClientLean, Balance: BalanceClient, Protocol: "delta"},
+		{AgainstLean: true, Client: ClientNetHTTP, Protocol: "iceberg"},
+	} {
+		if err := c.checkClients(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	for _, c := range []Config{{}, {Client: ClientNetHTTP, Balance: BalanceRequest}, {AgainstLean: true, Balance: BalanceRequest, Protocol: "delta"}} {
+		if err := c.checkClients(); err != nil {
+			t.Errorf("%+v refused: %v", c, err)
+		}
+	}
+}

@@ -164,7 +164,7 @@ func (rep Report) Text() string {
 	if rep.Secure {
 		s = strings.TrimSuffix(s, "\n") + ", TLS on (client port, between nodes, gossip)\n"
 	}
-	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.AuthOff, rep.TLSOff}
+	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.AuthOff, rep.TLSOff, rep.Lean}
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.Line() + "\n"
@@ -207,6 +207,11 @@ func (rep Report) Text() string {
 		s += fmt.Sprintf("auth on/auth off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
 			rep.AuthThroughputRatio, rep.AuthP50Ratio, rep.AuthP99Ratio)
 		s += byRound("auth on/auth off throughput ratio by round:", rep.AuthRoundRatios)
+	}
+	if rep.Lean != nil {
+		s += fmt.Sprintf("%s/lean: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
+			rep.Raftcat.System, rep.LeanThroughputRatio, rep.LeanP50Ratio, rep.LeanP99Ratio)
+		s += byRound(rep.Raftcat.System+"/lean throughput ratio by round:", rep.LeanRoundRatios)
 	}
 	if rep.TLSOff != nil {
 		s += fmt.Sprintf("TLS on/TLS off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",

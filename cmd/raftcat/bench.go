@@ -35,6 +35,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
 	fs.StringVar(&cfg.Client, "client", bench.ClientLean, "HTTP client of the raftcat writers (delta and iceberg): lean (each writer reads and writes its own kept-alive connection, bodies made and read by hand) or nethttp (one net/http client with a pooled keep-alive transport shared by the writers, as most Go services use; Delta bodies made and read with encoding/json)")
 	fs.StringVar(&cfg.Balance, "balance", bench.BalanceClient, "how the raftcat writers' requests spread over the nodes: client (writer i keeps to node i mod nodes, as an L4 balancer keeps a connection on one node) or request (each request to the next node, round robin over the cluster, as an L7 balancer does)")
+	fs.BoolVar(&cfg.AgainstLean, "against-lean", false, "what the client costs: also run the Delta workload on the same cluster with the lean client, each writer keeping to one node, alternating rounds with --client and --balance, and report the ratios (needs --client nethttp or --balance request)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1; with --protocol lance, --clients 1 --lance-tables 1)")
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios; sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
 	var sh bench.SharingConfig
@@ -112,7 +113,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		"writer keeps to one node). Every result also says where a commit's cost went: the bench\n" +
 		"process's own CPU per commit, requests per commit, requests followers relayed to the leader\n" +
 		"per commit (their raftcat_forwarded_requests_total, read at each window's start and end)\n" +
-		"and retries per commit.\n\n" +
+		"and retries per commit. --against-lean also runs the lean client, one node per writer, on the\n" +
+		"same cluster in alternating rounds and reports the ratios.\n\n" +
 		"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 	if code, ok := parseFlags(fs, args, stdout, stderr, help); !ok {
 		return code
@@ -256,6 +258,10 @@ func benchClientError(cfg bench.Config, set map[string]bool) string {
 		return "--client and --balance choose how the commit workload's writers talk to raftcat; they do not go with --protocol " + cfg.Protocol
 	case cfg.Balance == bench.BalanceRequest && cfg.Leader:
 		return "--balance request spreads each request over the nodes; --target leader sends every request to one"
+	case cfg.AgainstLean && cfg.Client == bench.ClientLean && cfg.Balance == bench.BalanceClient:
+		return "--against-lean compares another client or balancing with the lean client: give --client nethttp or --balance request"
+	case cfg.AgainstLean && cfg.Protocol != "delta":
+		return "--against-lean runs the Delta workload; it does not go with --protocol " + cfg.Protocol
 	}
 	return ""
 }
