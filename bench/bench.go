@@ -11,6 +11,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -76,6 +77,16 @@ type Config struct {
 	// TLS is what requests to the cluster at URLs trust (nil: the
 	// system's roots).
 	TLS *tls.Config
+	// Client is the HTTP client raftcat's writers use: ClientLean (or
+	// empty) or ClientNetHTTP.
+	Client string
+	// Balance is how raftcat's writers spread their requests over the
+	// nodes: BalanceClient (or empty) or BalanceRequest.
+	Balance string
+	// AgainstLean also runs the workload on the same cluster with the
+	// lean client, each writer keeping to one node, alternating rounds
+	// with Client and Balance: what the users' client costs.
+	AgainstLean bool
 }
 
 // AuthToken is the Auth of a cluster whose API needs a token.
@@ -165,6 +176,20 @@ type Report struct {
 	TLSP99Ratio        float64   `json:"tls_p99_ratio,omitempty"`
 	TLSRoundRatios     []float64 `json:"tls_round_throughput_ratios,omitempty"`
 	TLSOffBreakdown    []Stage   `json:"tls_off_breakdown,omitempty"`
+	// Client is the HTTP client raftcat's writers used (lean or
+	// nethttp) and Balance how their requests were spread over the
+	// nodes (client: one node per writer; request: round robin).
+	Client  string `json:"client"`
+	Balance string `json:"balance"`
+	// With AgainstLean, Lean is the result of the lean client keeping
+	// to one node per writer on the same cluster, and the lean ratios
+	// are raftcat's (Client, Balance) commits/s and latencies over its,
+	// overall and by round.
+	Lean                *Result   `json:"lean,omitempty"`
+	LeanThroughputRatio float64   `json:"lean_throughput_ratio,omitempty"`
+	LeanP50Ratio        float64   `json:"lean_p50_ratio,omitempty"`
+	LeanP99Ratio        float64   `json:"lean_p99_ratio,omitempty"`
+	LeanRoundRatios     []float64 `json:"lean_round_throughput_ratios,omitempty"`
 }
 
 // system is one store the workload can run against.
@@ -266,10 +291,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	if err := cfg.checkAuth(); err != nil {
 		return Report{}, err
 	}
+	if err := cfg.checkClients(); err != nil {
+		return Report{}, err
+	}
+	cfg.Client, cfg.Balance = cmp.Or(cfg.Client, ClientLean), cmp.Or(cfg.Balance, BalanceClient)
 	cfg.Rounds = max(cfg.Rounds, 1)
 	rep := Report{StartedAt: time.Now().UTC(), Tables: cfg.Tables, Clients: cfg.Clients, Target: "spread",
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), CPUs: runtime.NumCPU(), ServeFlags: cfg.ServeFlags,
-		Rounds: cfg.Rounds, Protocol: cfg.Protocol}
+		Rounds: cfg.Rounds, Protocol: cfg.Protocol, Client: cfg.Client, Balance: cfg.Balance}
 	if cfg.Leader {
 		rep.Target = "leader"
 	}
@@ -342,6 +371,10 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 		offAt, runs = len(runs), append(runs, &systemRun{sys: off})
 	}
+	leanAt := -1
+	if cfg.AgainstLean {
+		leanAt, runs = len(runs), append(runs, &systemRun{sys: leanBeside(rc)})
+	}
 	rep.Secure = cfg.Secure
 	offRounds, offBreakdown := &rep.AuthRoundRatios, &rep.AuthOffBreakdown
 	if cfg.Secure {
@@ -370,6 +403,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		}
 		if cfg.Rounds > 1 && offAt > 0 {
 			*offRounds = append(*offRounds, ratio(rates[0], rates[offAt]))
+		}
+		if cfg.Rounds > 1 && leanAt > 0 {
+			rep.LeanRoundRatios = append(rep.LeanRoundRatios, ratio(rates[0], rates[leanAt]))
 		}
 	}
 	rep.Breakdown = breakdownEnd(ctx, rc, before, log) // before verification reads the tables
@@ -400,6 +436,10 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 		rep.IcebergThroughputRatio = ratio(ice.CommitsPerSec, r.CommitsPerSec)
 		rep.IcebergP99Ratio = ratio(ice.Latency.P99, r.Latency.P99)
 		rep.IcebergP50Ratio = ratio(ice.Latency.P50, r.Latency.P50)
+	}
+	if leanAt > 0 {
+		rep.Lean = &results[leanAt]
+		rep.LeanThroughputRatio, rep.LeanP50Ratio, rep.LeanP99Ratio = compare(r, results[leanAt])
 	}
 	if offAt > 0 && cfg.Secure {
 		rep.TLSOff = &results[offAt]
@@ -509,6 +549,10 @@ type systemRun struct {
 	loads, attempts []time.Duration
 	server, client  float64 // CPU seconds
 	measured        time.Duration
+	// relayed are the requests followers relayed to the leader in the
+	// relayWindows measured windows whose relays were counted.
+	relayed      float64
+	relayWindows int
 }
 
 // closeClients closes the connections of clients that keep their own.
@@ -540,7 +584,8 @@ func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (floa
 	runCtx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	per := make([][]sample, len(r.clients))
-	cpu := startCPU(r.sys.pids(), from, until)
+	probe := relayProbe(ctx, r.sys, log)
+	cpu := startCPUCounting(r.sys.pids(), from, until, probe)
 	var wg sync.WaitGroup
 	for i, c := range r.clients {
 		wg.Add(1)
@@ -576,6 +621,9 @@ func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (floa
 	}
 	server, client := cpu.result()
 	r.server, r.client = r.server+server, r.client+client
+	if relayed, ok := cpu.counted(); ok {
+		r.relayed, r.relayWindows = r.relayed+relayed, r.relayWindows+1
+	}
 	r.measured += cfg.Duration
 	return float64(acked) / cfg.Duration.Seconds(), nil
 }
@@ -589,6 +637,10 @@ func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Resu
 	}
 	res.Verified = true
 	res.addCPU(r.server, r.client)
+	res.addRequests(len(r.loads) + len(r.attempts))
+	if r.relayWindows == cfg.Rounds {
+		res.addRelays(r.relayed)
+	}
 	fmt.Fprintf(log, "bench: %s\n", res.Line())
 	return res, nil
 }

@@ -184,10 +184,10 @@ func writeBreakdown(w io.Writer, stages, off []Stage, what string) {
 }
 
 // breakdownStart scrapes the raftcat nodes before the rounds; nil when
-// there is no breakdown to take (no cluster, another protocol shares the
-// cluster, or the nodes serve no metrics).
+// there is no breakdown to take (no cluster, another protocol or client
+// shares the cluster, or the nodes serve no metrics).
 func breakdownStart(ctx context.Context, cfg Config, rc *raftcatSystem, log io.Writer) metricsSnapshot {
-	if rc == nil || (cfg.Protocol != "" && cfg.Protocol != "delta") {
+	if rc == nil || (cfg.Protocol != "" && cfg.Protocol != "delta") || cfg.AgainstLean {
 		return nil
 	}
 	snap, err := scrapeAll(ctx, rc.http, rc.urls)

@@ -28,6 +28,13 @@ type connClient struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	lastUsed  time.Time
+	// perNode keeps a connection to each node the writer's requests go
+	// to (in nodes) rather than one that follows them.
+	perNode bool
+	nodes   map[string]*connClient
+	// pooled, when set, takes every exchange instead: the net/http
+	// client the writers share.
+	pooled *http.Client
 }
 
 // connIdleLimit is how long a connection may sit unused before it is
@@ -42,6 +49,12 @@ func newConnClient(token bearer, tlsConfig *tls.Config) *connClient {
 
 // send is raftcatSystem.send on this writer's connection.
 func (c *connClient) send(ctx context.Context, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
+	switch {
+	case c.pooled != nil:
+		return c.sendPooled(ctx, method, url, body, buf)
+	case c.perNode:
+		return c.nodeConn(url).send(ctx, method, url, body, buf)
+	}
 	buf.Reset()
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
@@ -153,8 +166,14 @@ func (c *connClient) exchange(ctx context.Context, req *http.Request, buf *bytes
 }
 
 func (c *connClient) close() {
-	if c != nil && c.conn != nil {
+	if c == nil {
+		return
+	}
+	if c.conn != nil {
 		c.conn.Close()
 		c.conn = nil
+	}
+	for _, n := range c.nodes {
+		n.close()
 	}
 }

@@ -8,23 +8,50 @@ import (
 )
 
 // cpuWindow samples the CPU time of processes at the start and the end of
-// the measured window.
+// the measured window, and a counter when it is given one.
 type cpuWindow struct {
 	done           chan struct{}
 	server, client float64
+	count          float64
+	countOK        bool
 }
 
 func startCPU(pids []int, from, until time.Time) *cpuWindow {
+	return startCPUCounting(pids, from, until, nil)
+}
+
+// startCPUCounting is startCPU that also reads count (nil: none) at the
+// window's start and end. It is read before the CPU at the start and after
+// it at the end, so that what reading it costs is not charged to the
+// window.
+func startCPUCounting(pids []int, from, until time.Time, count func() (float64, bool)) *cpuWindow {
 	w := &cpuWindow{done: make(chan struct{})}
 	self := os.Getpid()
 	go func() {
 		defer close(w.done)
 		time.Sleep(time.Until(from))
+		n0, ok0 := readCount(count)
 		s0, c0 := cpuSeconds(pids), cpuSeconds([]int{self})
 		time.Sleep(time.Until(until))
 		w.server, w.client = cpuSeconds(pids)-s0, cpuSeconds([]int{self})-c0
+		n1, ok1 := readCount(count)
+		w.count, w.countOK = n1-n0, ok0 && ok1
 	}()
 	return w
+}
+
+func readCount(count func() (float64, bool)) (float64, bool) {
+	if count == nil {
+		return 0, false
+	}
+	return count()
+}
+
+// counted waits for the window's end and returns how much the counter
+// grew in it, if it was read both times.
+func (w *cpuWindow) counted() (float64, bool) {
+	<-w.done
+	return w.count, w.countOK
 }
 
 // result waits for the window's end and returns server and client CPU

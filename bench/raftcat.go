@@ -35,6 +35,15 @@ type raftcatSystem struct {
 	tls          *tls.Config // trusts a secure cluster's CA (nil: plain HTTP)
 	http         *http.Client
 	cluster      *localcluster.Cluster // nil for a cluster given by URL
+	// client is the writers' HTTP client (Config.Client) and clients how
+	// many writers there are; with ClientNetHTTP they share pooled.
+	client     string
+	clients    int
+	pooled     *http.Client
+	pooledOnce sync.Once
+	// balance, with Config.Balance "request", sends each writer's
+	// request to the next node (nil: each writer keeps to its node).
+	balance *roundRobin
 }
 
 // openRaftcat opens the cluster at cfg.URLs, or starts one.
@@ -48,7 +57,7 @@ func openRaftcat(ctx context.Context, cfg Config, log io.Writer) (*raftcatSystem
 // token) as the admin token that every request then carries; with
 // cfg.Secure, with TLS, mutual TLS between nodes and encrypted gossip too.
 func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) (*raftcatSystem, error) {
-	s := &raftcatSystem{label: label, urls: cfg.URLs, leader: cfg.Leader}
+	s := &raftcatSystem{label: label, urls: cfg.URLs, leader: cfg.Leader, client: cfg.Client, clients: cfg.Clients}
 	opts := localcluster.Options{Bin: cfg.Bin, Dir: filepath.Join(cfg.Dir, label), Nodes: 3, Flags: cfg.ServeFlags,
 		Secure: cfg.Secure}
 	switch {
@@ -60,6 +69,7 @@ func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) 
 	}
 	s.setClient(cfg.TLS)
 	if len(s.urls) > 0 {
+		s.balanceOver(cfg.Balance)
 		return s, localcluster.WaitReadyWith(ctx, s.http, s.urls)
 	}
 	auth := ""
@@ -76,6 +86,7 @@ func startRaftcat(ctx context.Context, cfg Config, label string, log io.Writer) 
 	}
 	s.cluster, s.urls = cl, cl.URLs()
 	s.setClient(cl.ClientTLS())
+	s.balanceOver(cfg.Balance)
 	fmt.Fprintf(log, "bench: nodes %s\n", strings.Join(s.urls, " "))
 	if u, err := s.leaderURL(ctx, 0); err == nil {
 		fmt.Fprintf(log, "bench: leader %s\n", u)
@@ -92,8 +103,17 @@ func (s *raftcatSystem) setClient(c *tls.Config) {
 		&http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute, TLSClientConfig: c})}
 }
 
-// newConn is a writer's own connection to the cluster.
-func (s *raftcatSystem) newConn() *connClient { return newConnClient(s.token, s.tls) }
+// newConn is a writer's own connection to the cluster: with requests
+// balanced over the nodes, one to each node; with the net/http client,
+// the pool the writers share.
+func (s *raftcatSystem) newConn() *connClient {
+	c := newConnClient(s.token, s.tls)
+	c.perNode = s.balance != nil
+	if s.client == ClientNetHTTP {
+		c.pooled = s.pooledClient()
+	}
+	return c
+}
 
 // authName is how the requests authenticated: token or none.
 func (s *raftcatSystem) authName() string {
@@ -249,7 +269,8 @@ func (s *raftcatSystem) prepare(ctx context.Context, tables, clients int) ([]com
 	out := make([]committer, clients)
 	for i := range out {
 		t := i % tables
-		out[i] = &deltaWriter{s: s, conn: s.newConn(), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t]}
+		out[i] = &deltaWriter{s: s, conn: s.newConn(), url: targets[i%len(targets)] + tablesPath + names[t], uuid: uuids[t], id: i, acked: &s.acked[t],
+			encodeJSON: s.client == ClientNetHTTP}
 	}
 	return out, nil
 }
@@ -315,6 +336,7 @@ func (s *raftcatSystem) send(ctx context.Context, method, url string, body io.Re
 // sendOn is send on a writer's own connection, or on the shared client
 // when c is nil (one-off requests, such as a verifier's loads).
 func (s *raftcatSystem) sendOn(ctx context.Context, c *connClient, method, url string, body io.Reader, buf *bytes.Buffer) (int, []byte, error) {
+	url = s.balance.route(url)
 	if c == nil {
 		return s.send(ctx, method, url, body, buf)
 	}
@@ -335,6 +357,10 @@ type deltaWriter struct {
 	buf   bytes.Buffer
 	acked *atomic.Int64
 	times requestTimes
+	// encodeJSON makes the commits and reads the loads with
+	// encoding/json, as a Go service does (the net/http client's
+	// writers), instead of by hand.
+	encodeJSON bool
 }
 
 func (w *deltaWriter) requests() *requestTimes { return &w.times }
@@ -350,20 +376,11 @@ func (w *deltaWriter) commit(ctx context.Context) (int, error) {
 			return conflicts, err
 		}
 		w.seq++
-		v := latest + 1
-		now := time.Now().UnixMilli()
-		backfill := ""
-		if v > 1 {
-			backfill = fmt.Sprintf(`,{"action":"set-latest-backfilled-version","latest-published-version":%d}`, v-1)
-		}
-		body := fmt.Sprintf(`{"requirements":[{"type":"assert-table-uuid","uuid":%q}],"updates":[`+
-			`{"action":"add-commit","commit":{"version":%d,"timestamp":%d,"file-name":"%020d.w%d-%d.json",`+
-			`"file-size":1024,"file-modification-timestamp":%d}}%s]}`,
-			w.uuid, v, now, v, w.id, w.seq, now, backfill)
+		body := w.commitBody(latest+1, time.Now().UnixMilli())
 		start := time.Now()
 		// A commit once sent is waited for, also when the window ends: a
 		// cancelled one would leave its outcome unknown.
-		code, answer, err := w.do(context.WithoutCancel(ctx), http.MethodPost, strings.NewReader(body))
+		code, answer, err := w.do(context.WithoutCancel(ctx), http.MethodPost, body)
 		w.times.attempts.since(start)
 		switch {
 		case err != nil:
@@ -400,6 +417,9 @@ func (w *deltaWriter) load(ctx context.Context) (int64, error) {
 	w.times.loads.since(start)
 	if err != nil || code != http.StatusOK {
 		return 0, fmt.Errorf("load: status %d: %v", code, err)
+	}
+	if w.encodeJSON {
+		return decodeLatest(b)
 	}
 	i := bytes.Index(b, latestField)
 	if i < 0 {

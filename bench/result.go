@@ -34,6 +34,24 @@ type Result struct {
 	ClientCPUSeconds     float64  `json:"client_cpu_s"`
 	ServerCPUMsPerCommit float64  `json:"server_cpu_ms_per_commit"`
 	ErrorSamples         []string `json:"error_samples,omitempty"`
+
+	// ClientCPUMsPerCommit is the bench process's own CPU per commit:
+	// on a machine the clients share with the servers, what the client
+	// takes the servers cannot have.
+	ClientCPUMsPerCommit float64 `json:"client_cpu_ms_per_commit"`
+	// RequestsPerCommit are the loads and commit attempts each commit
+	// took, RetriesPerCommit the conflicts it went through (attempts
+	// repeated); both per acknowledged commit.
+	RequestsPerCommit float64 `json:"requests_per_commit,omitempty"`
+	RetriesPerCommit  float64 `json:"retries_per_commit"`
+	// RelayedRequests are the requests raftcat's followers relayed to the
+	// leader in the measured windows (raftcat_forwarded_requests_total
+	// over the nodes), and RelayedPerCommit those per acknowledged
+	// commit; RelaysCounted says they were read from the nodes.
+	RelayedRequests  float64 `json:"relayed_requests,omitempty"`
+	RelayedPerCommit float64 `json:"relayed_per_commit,omitempty"`
+	RelaysCounted    bool    `json:"relays_counted,omitempty"`
+
 	// Verified: after the run every table's version matched the commits
 	// acknowledged to the clients (none lost, none invented).
 	Verified bool `json:"verified"`
@@ -91,6 +109,7 @@ func (r *Result) addCPU(server, client float64) {
 	r.ServerCPUSeconds, r.ClientCPUSeconds = server, client
 	if r.Commits > 0 {
 		r.ServerCPUMsPerCommit = server * 1000 / float64(r.Commits)
+		r.ClientCPUMsPerCommit = client * 1000 / float64(r.Commits)
 	}
 }
 
@@ -139,10 +158,13 @@ func (rep Report) Text() string {
 	if rep.Auth == "token" {
 		s = strings.TrimSuffix(s, "\n") + ", authentication on (every request with a token)\n"
 	}
+	if rep.Client == ClientNetHTTP || rep.Balance == BalanceRequest {
+		s = strings.TrimSuffix(s, "\n") + fmt.Sprintf(", %s client, balanced by %s\n", rep.Client, rep.Balance)
+	}
 	if rep.Secure {
 		s = strings.TrimSuffix(s, "\n") + ", TLS on (client port, between nodes, gossip)\n"
 	}
-	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.IcebergSQL, rep.AuthOff, rep.TLSOff}
+	others := []*Result{rep.Etcd, rep.Postgres, rep.Iceberg, rep.IcebergSQL, rep.AuthOff, rep.TLSOff, rep.Lean}
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.Line() + "\n"
@@ -151,6 +173,11 @@ func (rep Report) Text() string {
 	for _, r := range append([]*Result{rep.Raftcat}, others...) {
 		if r != nil {
 			s += r.RequestLine() + "\n"
+		}
+	}
+	for _, r := range append([]*Result{rep.Raftcat}, others...) {
+		if r != nil {
+			s += r.ClientLine() + "\n"
 		}
 	}
 	if rep.Etcd != nil {
@@ -183,6 +210,11 @@ func (rep Report) Text() string {
 		s += fmt.Sprintf("auth on/auth off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
 			rep.AuthThroughputRatio, rep.AuthP50Ratio, rep.AuthP99Ratio)
 		s += byRound("auth on/auth off throughput ratio by round:", rep.AuthRoundRatios)
+	}
+	if rep.Lean != nil {
+		s += fmt.Sprintf("%s/lean: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
+			rep.Raftcat.System, rep.LeanThroughputRatio, rep.LeanP50Ratio, rep.LeanP99Ratio)
+		s += byRound(rep.Raftcat.System+"/lean throughput ratio by round:", rep.LeanRoundRatios)
 	}
 	if rep.TLSOff != nil {
 		s += fmt.Sprintf("TLS on/TLS off: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",

@@ -33,6 +33,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd or --against-postgres they alternate between the systems, so a machine whose speed drifts slows them alike")
 	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
+	fs.StringVar(&cfg.Client, "client", bench.ClientLean, "HTTP client of the raftcat writers (delta and iceberg): lean (each writer reads and writes its own kept-alive connection, bodies made and read by hand) or nethttp (one net/http client with a pooled keep-alive transport shared by the writers, as most Go services use; Delta bodies made and read with encoding/json)")
+	fs.StringVar(&cfg.Balance, "balance", bench.BalanceClient, "how the raftcat writers' requests spread over the nodes: client (writer i keeps to node i mod nodes, as an L4 balancer keeps a connection on one node) or request (each request to the next node, round robin over the cluster, as an L7 balancer does)")
+	fs.BoolVar(&cfg.AgainstLean, "against-lean", false, "what the client costs: also run the Delta workload on the same cluster with the lean client, each writer keeping to one node, alternating rounds with --client and --balance, and report the ratios (needs --client nethttp or --balance request)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1; with --protocol lance, --clients 1 --lance-tables 1)")
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios (with --against-postgres: run it through iceberg-go against raftcat's REST catalog and iceberg-go's SQL catalog on PostgreSQL instead); sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
 	var sh bench.SharingConfig
@@ -116,6 +119,15 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		"--against-auth-off the bench also starts a cluster without authentication and alternates\n" +
 		"rounds between the two, reporting auth-on over auth-off throughput and latencies; with\n" +
 		"--secure it compares a cluster with TLS, mutual TLS and encrypted gossip to one without.\n\n" +
+		"--client and --balance run raftcat's writers as users run theirs: --client nethttp uses one\n" +
+		"net/http client with a pooled keep-alive transport shared by the writers and encoding/json\n" +
+		"for Delta bodies (default lean: each writer's own connection, bodies by hand); --balance\n" +
+		"request sends each request to the next node, as an L7 balancer does (default client: each\n" +
+		"writer keeps to one node). Every result also says where a commit's cost went: the bench\n" +
+		"process's own CPU per commit, requests per commit, requests followers relayed to the leader\n" +
+		"per commit (their raftcat_forwarded_requests_total, read at each window's start and end)\n" +
+		"and retries per commit. --against-lean also runs the lean client, one node per writer, on the\n" +
+		"same cluster in alternating rounds and reports the ratios.\n\n" +
 		"'raftcat bench scale --help' describes the million-table measurements.\n\n")
 	if code, ok := parseFlags(fs, args, stdout, stderr, help); !ok {
 		return code
@@ -165,6 +177,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		cfg.Leader = true
 	default:
 		fmt.Fprintln(stderr, "raftcat bench: --target is spread or leader")
+		return 2
+	}
+	if msg := benchClientError(cfg, set); msg != "" {
+		fmt.Fprintln(stderr, "raftcat bench:", msg)
 		return 2
 	}
 	if *urls != "" {
@@ -243,6 +259,26 @@ func benchAuthError(cfg bench.Config, urls bool) string {
 		return "--secure compares TLS on and off; run --against-auth-off apart"
 	case cfg.Secure && (cfg.Auth != bench.AuthToken || urls || cfg.Protocol != "delta"):
 		return "--secure starts both clusters itself, with --auth token, and runs the Delta workload: not with --auth none, --urls or --protocol " + cfg.Protocol
+	}
+	return ""
+}
+
+// benchClientError says what is wrong with --client and --balance, if
+// anything.
+func benchClientError(cfg bench.Config, set map[string]bool) string {
+	switch {
+	case cfg.Client != bench.ClientLean && cfg.Client != bench.ClientNetHTTP:
+		return "--client is lean or nethttp"
+	case cfg.Balance != bench.BalanceClient && cfg.Balance != bench.BalanceRequest:
+		return "--balance is client or request"
+	case (set["client"] || set["balance"]) && cfg.Protocol != "delta" && cfg.Protocol != "iceberg":
+		return "--client and --balance choose how the commit workload's writers talk to raftcat; they do not go with --protocol " + cfg.Protocol
+	case cfg.Balance == bench.BalanceRequest && cfg.Leader:
+		return "--balance request spreads each request over the nodes; --target leader sends every request to one"
+	case cfg.AgainstLean && cfg.Client == bench.ClientLean && cfg.Balance == bench.BalanceClient:
+		return "--against-lean compares another client or balancing with the lean client: give --client nethttp or --balance request"
+	case cfg.AgainstLean && cfg.Protocol != "delta":
+		return "--against-lean runs the Delta workload; it does not go with --protocol " + cfg.Protocol
 	}
 	return ""
 }

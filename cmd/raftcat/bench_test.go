@@ -185,6 +185,45 @@ func TestBenchIcebergSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchNetHTTPRequestBalancedSmoke runs `raftcat bench` with the
+// pooled net/http client and every request sent to the next node: both
+// paths must commit and verify, and the report must say where a commit's
+// cost went (client CPU, relays to the leader, retries). Round robin
+// sends about two commits in three to a follower, which relays them.
+func TestBenchNetHTTPRequestBalancedSmoke(t *testing.T) {
+	bin := raftcatBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	output, err := exec.Command(bin, "bench", "--protocol", "iceberg", "--client", "nethttp", "--balance", "request",
+		"--duration", "2s", "--warmup", "1s", "--rounds", "2", "--clients", "4", "--tables", "2", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("raftcat bench --client nethttp --balance request: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, raw)
+	}
+	if rep.Client != "nethttp" || rep.Balance != "request" {
+		t.Fatalf("report says client %q, balance %q", rep.Client, rep.Balance)
+	}
+	for _, r := range []*bench.Result{rep.Raftcat, rep.Iceberg} {
+		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.ClientCPUMsPerCommit <= 0 || !r.RelaysCounted ||
+			r.RequestsPerCommit < 2 || r.RelayedPerCommit < 0.4 || r.RelayedPerCommit > r.RequestsPerCommit {
+			t.Fatalf("implausible result %+v\n%s", r, output)
+		}
+	}
+	if !strings.Contains(string(output), "per commit: client CPU") || !strings.Contains(string(output), "nethttp client, balanced by request") {
+		t.Errorf("no client costs printed:\n%s", output)
+	}
+	refused, err := exec.Command(bin, "bench", "--balance", "request", "--target", "leader").CombinedOutput()
+	if err == nil || !strings.Contains(string(refused), "--balance request") {
+		t.Errorf("--balance request with --target leader: %v\n%s", err, refused)
+	}
+}
+
 // TestBenchLanceSmoke runs `raftcat bench --protocol lance` for a few
 // seconds: version/create and batch-commit commits on the Lance Namespace
 // API of the cluster it starts must both be acknowledged, verify every
