@@ -73,7 +73,7 @@ func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metad
 		return nil, err
 	}
 	done := s.stage(stageEncode)
-	raw, err := json.Marshal(meta)
+	raw, err := encodeMetadata(meta)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata: %w", err)
@@ -87,6 +87,18 @@ func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metad
 	f := &metadataFile{location: loc, raw: raw, meta: meta}
 	s.cache.put(f)
 	return f, nil
+}
+
+// encodeMetadata is meta as JSON. iceberg-go's metadata marshals itself;
+// calling that directly spares encoding/json its second pass over the
+// whole document (it compacts and checks whatever a Marshaler returns),
+// which cost a commit about as much as the encoding itself. The bytes are
+// the same: the Marshaler's output is already compact and HTML-escaped.
+func encodeMetadata(meta table.Metadata) ([]byte, error) {
+	if m, ok := meta.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(meta)
 }
 
 // removeFile deletes a metadata file no pointer will name (best effort).
