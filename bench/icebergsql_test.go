@@ -139,8 +139,10 @@ func TestRunIcebergAgainstSQLCatalog(t *testing.T) {
 		t.Fatalf("Run: %v\n%s", err, log.String())
 	}
 	for _, r := range []*Result{rep.Iceberg, rep.IcebergSQL} {
+		// A client may lose every race in so short a run: no client's
+		// count is judged, only the whole.
 		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 ||
-			r.ClientCommitsMin <= 0 || r.ServerCPUSeconds <= 0 {
+			r.ClientCommitsMax <= 0 || r.ServerCPUSeconds <= 0 {
 			t.Fatalf("implausible result %+v\n%s", r, log.String())
 		}
 	}
