@@ -37,7 +37,7 @@ type stageDef struct {
 // node the client reached (relaying it when it does not lead), the
 // leader's handling, its proposal (group-commit wait, log write,
 // replication, apply) and raft's own timings of those steps.
-var commitStages = []stageDef{
+var commitStages = append([]stageDef{
 	{name: "HTTP commit at the node the client reached", family: "raftcat_http_request_duration_seconds",
 		labels: map[string]string{"protocol": "delta", "method": "POST", "forwarded": "false"}, note: "includes the relay hop when that node follows"},
 	{name: "HTTP commit on the leader, relayed", family: "raftcat_http_request_duration_seconds",
@@ -46,6 +46,11 @@ var commitStages = []stageDef{
 		labels: map[string]string{"protocol": "delta", "method": "GET", "forwarded": "false"}},
 	{name: "HTTP load on the leader, relayed", family: "raftcat_http_request_duration_seconds",
 		labels: map[string]string{"protocol": "delta", "method": "GET", "forwarded": "true"}},
+}, proposeStages...)
+
+// proposeStages are a commit's proposal on the leader and raft's steps,
+// the same for every protocol.
+var proposeStages = []stageDef{
 	{name: "propose (leader)", family: "raftcat_propose_duration_seconds", labels: map[string]string{"outcome": "applied"},
 		note: "applied commands: group-commit wait to result"},
 	{name: "group-commit wait (leader)", family: "raftcat_group_commit_wait_seconds"},
@@ -69,7 +74,7 @@ var icebergStages = append([]stageDef{
 		labels: map[string]string{"protocol": "iceberg", "method": "POST", "forwarded": "true"}},
 	{name: "HTTP load at the node the client reached", family: "raftcat_http_request_duration_seconds",
 		labels: map[string]string{"protocol": "iceberg", "method": "GET", "forwarded": "false"}},
-}, append(icebergWriteStages(), commitStages[4:]...)...)
+}, append(icebergWriteStages(), proposeStages...)...)
 
 // icebergWriteStages are the leader's stages of building an Iceberg
 // commit, as httpapi/iceberg names them.

@@ -198,14 +198,7 @@ func TestBenchNetHTTPRequestBalancedSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("raftcat bench --client nethttp --balance request: %v\n%s", err, output)
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("result is not JSON: %v\n%s", err, raw)
-	}
+	rep := readBenchReport(t, out)
 	if rep.Client != "nethttp" || rep.Balance != "request" {
 		t.Fatalf("report says client %q, balance %q", rep.Client, rep.Balance)
 	}
