@@ -20,7 +20,7 @@ func BenchmarkLoadTable(b *testing.B) {
 	defer objs.Close()
 	loc := "file://" + b.TempDir() + "/t"
 	s := &Server{cfg: Config{Objects: objs}, cache: newMetadataCache(64 << 20)}
-	f, err := s.writeMetadata(context.Background(), metadataLocation(loc, 0), benchMetadata(b, loc, 200))
+	f, err := s.writeMetadata(context.Background(), metadataLocation(loc, 0), benchMetadata(b, loc, 200), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

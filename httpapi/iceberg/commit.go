@@ -258,7 +258,7 @@ func (s *Server) proposeCommit(c echo.Context, stamp fsm.Stamp, changes []*chang
 	cmd := &fsm.CommitIcebergTables{Stamp: stamp}
 	for _, ch := range changes {
 		tb := ch.table
-		f, err := s.writeNew(c, metadataLocation(tb.Location, tb.Iceberg.MetadataVersion+1), ch.meta)
+		f, err := s.writeNew(c, metadataLocation(tb.Location, tb.Iceberg.MetadataVersion+1), ch.meta, ch.base)
 		if err != nil {
 			return nil, err
 		}
@@ -325,5 +325,5 @@ func (s *Server) commitAnswer(c echo.Context, res fsm.Result) error {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(loc, modeAll))
-	return c.JSON(http.StatusOK, out)
+	return writeTableResult(c, loc, f.raw, out.Config, out.StorageCredentials)
 }

@@ -142,7 +142,7 @@ func createMetadata(b *createTableBody, loc string, id uuid.UUID) (table.Metadat
 
 // proposeCreate writes version 0's metadata file and builds the create.
 func (s *Server) proposeCreate(in echo.Context, stamp fsm.Stamp, nt *newTable) (fsm.Command, error) {
-	f, err := s.writeNew(in, metadataLocation(nt.location, 0), nt.meta)
+	f, err := s.writeNew(in, metadataLocation(nt.location, 0), nt.meta, nil)
 	if err != nil {
 		return nil, err
 	}

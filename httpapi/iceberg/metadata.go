@@ -21,6 +21,11 @@ type metadataFile struct {
 	location string
 	raw      []byte
 	meta     table.Metadata
+	// snaps are meta's snapshots and spans where each lies in raw, for
+	// the next commit's encoding to copy; nil where not known (a file
+	// read back rather than written here).
+	snaps []table.Snapshot
+	spans []span
 }
 
 // objects returns the object store, or a 503 when the node has none.
@@ -66,39 +71,29 @@ func metadataLocation(tableLoc string, version int64) string {
 	return storage.Join(tableLoc, fmt.Sprintf("metadata/%05d-%s.metadata.json", version, uuid.NewString()))
 }
 
-// writeMetadata writes new metadata create-only at loc and caches it.
-func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metadata) (*metadataFile, error) {
+// writeMetadata writes new metadata create-only at loc and caches it;
+// base is the file it was built from (nil for a new table), whose bytes
+// its encoding reuses.
+func (s *Server) writeMetadata(ctx context.Context, loc string, meta table.Metadata, base *metadataFile) (*metadataFile, error) {
 	objs, err := s.objects()
 	if err != nil {
 		return nil, err
 	}
 	done := s.stage(stageEncode)
-	raw, err := encodeMetadata(meta)
+	f, err := encodeMetadata(meta, base)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata: %w", err)
 	}
 	done = s.stage(stageWrite)
-	err = objs.Write(ctx, loc, raw)
+	err = objs.Write(ctx, loc, f.raw)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("write metadata file %s: %w", loc, err)
 	}
-	f := &metadataFile{location: loc, raw: raw, meta: meta}
+	f.location = loc
 	s.cache.put(f)
 	return f, nil
-}
-
-// encodeMetadata is meta as JSON. iceberg-go's metadata marshals itself;
-// calling that directly spares encoding/json its second pass over the
-// whole document (it compacts and checks whatever a Marshaler returns),
-// which cost a commit about as much as the encoding itself. The bytes are
-// the same: the Marshaler's output is already compact and HTML-escaped.
-func encodeMetadata(meta table.Metadata) ([]byte, error) {
-	if m, ok := meta.(json.Marshaler); ok {
-		return m.MarshalJSON()
-	}
-	return json.Marshal(meta)
 }
 
 // removeFile deletes a metadata file no pointer will name (best effort).

@@ -164,12 +164,45 @@ func (s *Server) answerTable(c echo.Context, tb *fsm.Table, mode string) error {
 			return err
 		}
 	}
-	out := loadResult{MetadataLocation: &loc, Metadata: body, Config: map[string]string{}}
-	if out.StorageCredentials, err = s.delegate(c, tb.Location, s.operation(c, tb), out.Config); err != nil {
+	config := map[string]string{}
+	creds, err := s.delegate(c, tb.Location, s.operation(c, tb), config)
+	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(loc, mode))
-	return c.JSON(http.StatusOK, out)
+	return writeTableResult(c, loc, body, config, creds)
+}
+
+// writeTableResult writes a LoadTableResult or a CommitTableResponse,
+// the metadata's bytes as they are stored: an encoder would check and
+// copy them all again, which for a table with a long history cost more
+// than the rest of the answer. A nil config is left out.
+func writeTableResult(c echo.Context, loc string, metadata []byte, config map[string]string, creds []storageCredential) error {
+	t := resultTail{StorageCredentials: creds}
+	if config != nil {
+		t.Config = &config
+	}
+	tail, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	head, err := json.Marshal(loc)
+	if err != nil {
+		return err
+	}
+	body := make([]byte, 0, len(metadata)+len(head)+len(tail)+40)
+	body = append(append(append(body, `{"metadata-location":`...), head...), `,"metadata":`...)
+	body = append(body, metadata...)
+	if len(tail) > 2 {
+		body = append(append(body, ','), tail[1:len(tail)-1]...)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, append(body, '}'))
+}
+
+// resultTail is what a table result holds beside its metadata.
+type resultTail struct {
+	Config             *map[string]string  `json:"config,omitempty"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
 }
 
 // tableAnswer renders a create, register or commit: the table as a

@@ -43,7 +43,7 @@ func (s *Server) planTxOp(p *httpapi.Plan, raw json.RawMessage) (httpapi.OpRende
 	if ch.noop {
 		return func(*fsm.Result) any { return commitResponse(ch.base) }, nil
 	}
-	f, err := s.writeMetadata(p.Request().Context(), metadataLocation(ch.table.Location, ch.table.Iceberg.MetadataVersion+1), ch.meta)
+	f, err := s.writeMetadata(p.Request().Context(), metadataLocation(ch.table.Location, ch.table.Iceberg.MetadataVersion+1), ch.meta, ch.base)
 	if err != nil {
 		return nil, err
 	}

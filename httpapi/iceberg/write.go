@@ -79,8 +79,8 @@ func unknownOutcome(err error) bool {
 }
 
 // writeNew writes a new metadata file and records it for settle.
-func (s *Server) writeNew(c echo.Context, loc string, meta table.Metadata) (*metadataFile, error) {
-	f, err := s.writeMetadata(c.Request().Context(), loc, meta)
+func (s *Server) writeNew(c echo.Context, loc string, meta table.Metadata, base *metadataFile) (*metadataFile, error) {
+	f, err := s.writeMetadata(c.Request().Context(), loc, meta, base)
 	if err != nil {
 		return nil, err
 	}
