@@ -48,6 +48,9 @@ func (s *Server) buildCommit(in *httpapi.In[commitBody]) (fsm.Command, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.lockTables(in, r); err != nil {
+		return nil, err
+	}
 	st, err := s.core.State(in)
 	if err != nil {
 		return nil, err
@@ -78,11 +81,18 @@ func (s *Server) buildTransaction(in *httpapi.In[transactionBody]) (fsm.Command,
 	if len(in.Body.TableChanges) == 0 {
 		return nil, httpapi.Invalid("A transaction needs at least one table change")
 	}
+	refs, err := changeRefs(w, in.Body.TableChanges)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lockTables(in, refs...); err != nil {
+		return nil, err
+	}
 	st, err := s.core.State(in)
 	if err != nil {
 		return nil, err
 	}
-	changes, err := s.planAll(in, st, w, in.Body.TableChanges)
+	changes, err := s.planAll(in, st, refs, in.Body.TableChanges)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +103,11 @@ func (s *Server) buildTransaction(in *httpapi.In[transactionBody]) (fsm.Command,
 	return s.proposeCommit(in, in.Stamp, changed)
 }
 
-// planAll plans every change of a transaction; each names its table once.
-func (s *Server) planAll(c echo.Context, st *fsm.State, w string, bodies []commitBody) ([]*change, error) {
+// changeRefs are the tables of a transaction's changes; each names its
+// table once.
+func changeRefs(w string, bodies []commitBody) ([]ref, error) {
 	seen := map[string]bool{}
-	var out []*change
+	var refs []ref
 	for _, b := range bodies {
 		r, err := identRef(w, b.Identifier, "identifier")
 		if err != nil {
@@ -107,7 +118,17 @@ func (s *Server) planAll(c echo.Context, st *fsm.State, w string, bodies []commi
 			return nil, httpapi.Invalid("A transaction names table %s twice", r.dotted())
 		}
 		seen[key] = true
-		ch, err := s.plan(c, st, r, b, false)
+		refs = append(refs, r)
+	}
+	return refs, nil
+}
+
+// planAll plans every change of a transaction, refs[i] the table of
+// bodies[i].
+func (s *Server) planAll(c echo.Context, st *fsm.State, refs []ref, bodies []commitBody) ([]*change, error) {
+	out := make([]*change, 0, len(bodies))
+	for i, b := range bodies {
+		ch, err := s.plan(c, st, refs[i], b, false)
 		if err != nil {
 			return nil, err
 		}

@@ -88,6 +88,59 @@ func TestConcurrentCommits(t *testing.T) {
 	}
 }
 
+// Commits racing for one table are planned one after the other on the
+// leader: the losers' requirements fail against the winner's pointer
+// before they write anything, so the leader writes one metadata file.
+func TestRacingCommitsWriteOneFile(t *testing.T) {
+	nodes := setup(t)
+	create(t, nodes[0], "race")
+	leader := testcluster.Leader(t, nodes)
+	before := stageCounts(t, leader)["file write"]
+	const n = 8
+	var wg sync.WaitGroup
+	won := make([]bool, n)
+	for i := range n {
+		wg.Go(func() {
+			resp := testcluster.Do(t, http.MethodPost, base(nodes[i%3])+"/namespaces/db/tables/race", appendBody(int64(i+1), 0, 1))
+			won[i] = resp.Status == http.StatusOK
+		})
+	}
+	wg.Wait()
+	if wins := len(slices.DeleteFunc(won, func(w bool) bool { return !w })); wins != 1 {
+		t.Fatalf("%d commits won, want 1", wins)
+	}
+	if wrote := stageCounts(t, leader)["file write"] - before; wrote != 1 {
+		t.Fatalf("the leader wrote %v metadata files for one winning commit", wrote)
+	}
+}
+
+// Concurrent commits whose requirements do not conflict all succeed, one
+// after the other: none fails for having been planned on a pointer
+// another moved meanwhile.
+func TestConcurrentCompatibleCommitsAllSucceed(t *testing.T) {
+	nodes := setup(t)
+	create(t, nodes[0], "props")
+	const n = 8
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			set := fmt.Sprintf(`{"action":"set-properties","updates":{"k%d":"v"}}`, i)
+			statuses[i] = testcluster.Do(t, http.MethodPost, base(nodes[i%3])+"/namespaces/db/tables/props", change("props", "", set)).Status
+		})
+	}
+	wg.Wait()
+	if slices.ContainsFunc(statuses, func(s int) bool { return s != http.StatusOK }) {
+		t.Fatalf("statuses %v, want every commit 200", statuses)
+	}
+	props := ok(t, http.StatusOK, http.MethodGet, base(nodes[0])+"/namespaces/db/tables/props", nil).Body["metadata"].(map[string]any)["properties"].(map[string]any)
+	for i := range n {
+		if props[fmt.Sprintf("k%d", i)] != "v" {
+			t.Fatalf("property k%d missing: %v", i, props)
+		}
+	}
+}
+
 // A staged create persists nothing until the commit with assert-create,
 // which a second time fails.
 func TestStagedCreate(t *testing.T) {

@@ -99,6 +99,7 @@ type Server struct {
 	core  *httpapi.Server
 	cfg   Config
 	cache *metadataCache
+	locks tableLocks
 	log   *slog.Logger
 }
 

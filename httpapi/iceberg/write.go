@@ -45,7 +45,10 @@ func writeRoute[R any](build func(*Server, *httpapi.In[R]) (fsm.Command, error),
 				c.Set(appliedKey, true)
 				return render(s, c, res)
 			})
-		return func(c echo.Context) error { return s.settle(c, inner(c)) }
+		return func(c echo.Context) error {
+			defer unlockTables(c)
+			return s.settle(c, inner(c))
+		}
 	}
 }
 
