@@ -8,34 +8,28 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/raftcat/raftcat/bench"
 )
 
 // benchCmd measures the commit path: `raftcat bench [flags]`, Delta
 // Sharing queries with `--protocol sharing`, the Lance Namespace commit
-// path with `--protocol lance`, or `raftcat bench scale [flags]` for the
-// many-tables measurements.
+// path with `--protocol lance`, `raftcat bench series [flags]` for the
+// commit measurement at a series of client counts, or `raftcat bench
+// scale [flags]` for the many-tables measurements.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "scale" {
 		return runBenchScale(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "series" {
+		return runBenchSeries(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("raftcat bench", flag.ContinueOnError)
-	var cfg bench.Config
-	urls := fs.String("urls", "", "comma-separated HTTP URLs of an existing cluster (default: start three local nodes)")
-	caFile := fs.String("ca-file", os.Getenv("RAFTCAT_CA_FILE"), "CA certificate(s) (PEM) of a --urls cluster serving HTTPS (default: the system's trusted CAs) [RAFTCAT_CA_FILE]")
+	o := defineBenchFlags(fs)
+	cfg := &o.cfg
 	fs.IntVar(&cfg.Tables, "tables", 16, "tables the clients commit to (client i writes table i mod tables)")
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients, each committing sequentially (with --protocol sharing: querying; 8 unless given)")
-	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time (with --protocol sharing: of each cached query kind; with --protocol lance: of each kind per round)")
-	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "time run before measuring")
-	fs.IntVar(&cfg.Rounds, "rounds", 1, "measured windows of --duration per system (each after its warm-up); with --against-etcd or --against-postgres they alternate between the systems, so a machine whose speed drifts slows them alike")
-	target := fs.String("target", "spread", "where requests go: spread (client i talks to node i mod nodes; followers relay to the leader) or leader (every request to the node passing GET /readyz?leader, as a load balancer with that check sends them)")
-	fs.StringVar(&cfg.Client, "client", bench.ClientLean, "HTTP client of the raftcat writers (delta and iceberg): lean (each writer reads and writes its own kept-alive connection, bodies made and read by hand) or nethttp (one net/http client with a pooled keep-alive transport shared by the writers, as most Go services use; Delta bodies made and read with encoding/json)")
-	fs.StringVar(&cfg.Balance, "balance", bench.BalanceClient, "how the raftcat writers' requests spread over the nodes: client (writer i keeps to node i mod nodes, as an L4 balancer keeps a connection on one node) or request (each request to the next node, round robin over the cluster, as an L7 balancer does)")
-	fs.BoolVar(&cfg.AgainstLean, "against-lean", false, "what the client costs: also run the Delta workload on the same cluster with the lean client, each writer keeping to one node, alternating rounds with --client and --balance, and report the ratios (needs --client nethttp or --balance request)")
 	single := fs.Bool("single", false, "one sequential client on one table (same as --clients 1 --tables 1; with --protocol lance, --clients 1 --lance-tables 1)")
 	fs.StringVar(&cfg.Protocol, "protocol", "delta", "delta; iceberg: also run the Iceberg REST commit workload on the same cluster, alternating rounds with the Delta one, and report the iceberg/delta ratios (with --against-postgres: run it through iceberg-go against raftcat's REST catalog and iceberg-go's SQL catalog on PostgreSQL instead); sharing: measure Delta Sharing query latency on a generated table instead of commits; lance: measure the Lance Namespace commit path (version/create and batch-commit) instead")
 	var sh bench.SharingConfig
@@ -48,19 +42,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&ln.Tables, "lance-tables", 16, "with --protocol lance: tables the version/create clients commit to (client i writes table i mod this), and groups of --lance-batch tables the batch-commit clients commit to alike")
 	fs.IntVar(&ln.Batch, "lance-batch", 10, "with --protocol lance: tables in each batch-commit (one create_table_version each)")
 	fs.IntVar(&sh.Iterations, "iterations", 0, "with --protocol sharing: measure this many queries of each cached kind instead of --duration")
-	fs.BoolVar(&cfg.AgainstEtcd, "against-etcd", false, "also run the equivalent compare-and-swap workload on a three-member etcd started from --etcd-bin, and report the ratios")
-	fs.StringVar(&cfg.EtcdBin, "etcd-bin", "etcd", "etcd server binary for --against-etcd (Debian: apt-get install etcd-server)")
-	fs.BoolVar(&cfg.AgainstPostgres, "against-postgres", false, "also run the workload as PostgreSQL-backed catalogs commit (a compare-and-swap UPDATE of the table's row plus the commit record's INSERT in one transaction) on a PostgreSQL primary with --postgres-replicas synchronous streaming replicas that it starts, and report the ratios; with --against-etcd too, rounds go round all three systems; with --protocol iceberg, run the Iceberg workload through iceberg-go on raftcat's REST catalog and on iceberg-go's SQL catalog (postgres dialect) on that PostgreSQL instead")
-	fs.StringVar(&cfg.PostgresBinDir, "postgres-bin-dir", "", "directory of PostgreSQL's initdb, pg_basebackup and postgres for --against-postgres (default: the newest /usr/lib/postgresql/<version>/bin, as Debian's postgresql package installs them, else initdb's directory on PATH)")
-	fs.IntVar(&cfg.PostgresReplicas, "postgres-replicas", 2, "with --against-postgres: streaming replicas r1..rN made with pg_basebackup, of which any one must have flushed a commit before it is acknowledged (synchronous_standby_names 'ANY 1 (r1, ...)'); 0: a lone primary, durable on its own disk only")
-	fs.StringVar(&cfg.Auth, "auth", "none", "authentication of the clusters the bench starts: none, or token (every node runs with --auth=token, the admin token being --token or a random one the bench makes, written to admin.token in the cluster's directory under --dir; every request carries it)")
-	fs.StringVar(&cfg.Token, "token", os.Getenv("RAFTCAT_TOKEN"), "API token sent as Authorization: Bearer to a --urls cluster run with --auth=token; with --auth token, the admin token of the started cluster [RAFTCAT_TOKEN]")
-	fs.BoolVar(&cfg.Secure, "secure", false, "what transport security costs: start the cluster with TLS on every node's HTTP port, mutual TLS between nodes and encrypted gossip (and --auth token, implied), and beside it the same cluster without them; run the Delta workload on both in alternating rounds over kept-alive HTTPS connections, reporting throughput, p50 and p99 with TLS on over off, overall and by round, and the commit breakdown of both")
-	fs.BoolVar(&cfg.AgainstAuthOff, "against-auth-off", false, "what authentication costs: start a second cluster without authentication beside the one with --auth token (implied) and run the Delta workload on both in alternating rounds, reporting throughput, p50 and p99 with authentication on over off, overall and by round, and the commit breakdown of both")
-	serveFlags := fs.String("serve-flags", "", "extra space-separated flags for each started node's raftcat serve, e.g. --serve-flags=--pprof")
-	fs.StringVar(&cfg.Dir, "dir", "", "directory for the started clusters' data and logs, and the generated tables (default: a temporary one, removed afterwards)")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
-	help := usageText("Usage: raftcat bench [flags]\n       raftcat bench scale [flags]\n\n" +
+	help := usageText("Usage: raftcat bench [flags]\n       raftcat bench series [flags]\n       raftcat bench scale [flags]\n\n" +
 		"Drives the Delta API commit workload: each client loads its table, then commits the next\n" +
 		"version with add-commit asserting the table uuid (reporting the previous version as\n" +
 		"published); on 409 it reloads and retries. Without --urls it starts a three-node cluster of\n" +
@@ -128,81 +111,20 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		"per commit (their raftcat_forwarded_requests_total, read at each window's start and end)\n" +
 		"and retries per commit. --against-lean also runs the lean client, one node per writer, on the\n" +
 		"same cluster in alternating rounds and reports the ratios.\n\n" +
-		"'raftcat bench scale --help' describes the million-table measurements.\n\n")
+		"'raftcat bench series --help' describes the growth series from 1 to 128 clients, and\n" +
+		"'raftcat bench scale --help' the million-table measurements.\n\n")
 	if code, ok := parseFlags(fs, args, stdout, stderr, help); !ok {
 		return code
 	}
 	if code, ok := wantArgs(fs, 0, "", stderr); !ok {
 		return code
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *single {
 		cfg.Clients, cfg.Tables = 1, 1
 	}
-	if cfg.Protocol != "delta" && cfg.Protocol != "iceberg" && cfg.Protocol != "sharing" && cfg.Protocol != "lance" {
-		fmt.Fprintln(stderr, "raftcat bench: --protocol is delta, iceberg, sharing or lance")
-		return 2
+	if code, ok := o.resolve(fs, stderr); !ok {
+		return code
 	}
-	if cfg.Protocol == "iceberg" && cfg.AgainstPostgres && cfg.AgainstEtcd {
-		fmt.Fprintln(stderr, "raftcat bench: --protocol iceberg --against-postgres runs iceberg-go's SQL catalog; run --against-etcd apart")
-		return 2
-	}
-	if cfg.Protocol == "sharing" && cfg.AgainstEtcd {
-		fmt.Fprintln(stderr, "raftcat bench: --against-etcd compares commits; it does not go with --protocol sharing")
-		return 2
-	}
-	if cfg.Protocol == "lance" && cfg.AgainstEtcd {
-		fmt.Fprintln(stderr, "raftcat bench: --against-etcd compares the Delta commit path; it does not go with --protocol lance")
-		return 2
-	}
-	if (cfg.Protocol == "sharing" || cfg.Protocol == "lance") && cfg.AgainstPostgres {
-		fmt.Fprintf(stderr, "raftcat bench: --against-postgres compares the Delta commit path; it does not go with --protocol %s\n", cfg.Protocol)
-		return 2
-	}
-	if (cfg.AgainstAuthOff || cfg.Secure) && !set["auth"] {
-		cfg.Auth = bench.AuthToken
-	}
-	if msg := benchAuthError(cfg, *urls != ""); msg != "" {
-		fmt.Fprintln(stderr, "raftcat bench:", msg)
-		return 2
-	}
-	if cfg.PostgresReplicas < 0 {
-		fmt.Fprintln(stderr, "raftcat bench: --postgres-replicas is 0 or more")
-		return 2
-	}
-	switch *target {
-	case "spread":
-	case "leader":
-		cfg.Leader = true
-	default:
-		fmt.Fprintln(stderr, "raftcat bench: --target is spread or leader")
-		return 2
-	}
-	if msg := benchClientError(cfg, set); msg != "" {
-		fmt.Fprintln(stderr, "raftcat bench:", msg)
-		return 2
-	}
-	if *urls != "" {
-		for _, u := range strings.Split(*urls, ",") {
-			cfg.URLs = append(cfg.URLs, strings.TrimRight(strings.TrimSpace(u), "/"))
-		}
-		tlsConfig, err := (clientOptions{caFile: *caFile}).tlsConfig()
-		if err != nil {
-			fmt.Fprintln(stderr, "raftcat bench:", err)
-			return 2
-		}
-		cfg.TLS = tlsConfig
-	}
-	if *serveFlags != "" {
-		cfg.ServeFlags = strings.Fields(*serveFlags)
-	}
-	bin, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(stderr, "raftcat bench:", err)
-		return 1
-	}
-	cfg.Bin = bin
 	// Ctrl-C or SIGTERM cancels the run; the bench then stops the processes
 	// it started and removes what it would have removed at its end.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -211,7 +133,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		sh.URLs, sh.Bin, sh.Dir, sh.ServeFlags, sh.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader
 		sh.Auth, sh.Token = cfg.Auth, cfg.Token
 		sh.Clients, sh.Duration, sh.Warmup = cfg.Clients, cfg.Duration, cfg.Warmup
-		if !set["clients"] && !*single {
+		if !o.set["clients"] && !*single {
 			sh.Clients = 8
 		}
 		rep, err := bench.RunSharing(ctx, sh, stderr)
@@ -235,7 +157,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return writeBenchResult(rep, rep.Text(), *out, stdout, stderr)
 	}
-	rep, err := bench.Run(ctx, cfg, stderr)
+	rep, err := bench.Run(ctx, *cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "raftcat bench:", err)
 		return 1

@@ -55,7 +55,7 @@ func TestServeHelpPrintsDefaultsOnce(t *testing.T) {
 // commands is every command line that takes flags or arguments.
 var commands = [][]string{
 	{"serve"}, {"healthcheck"}, {"members"}, {"snapshot", "save"}, {"snapshot", "inspect"}, {"snapshot", "restore"},
-	{"transfer-leadership"}, {"leave"}, {"remove-node"}, {"chaos"}, {"chaos", "check"}, {"bench"}, {"bench", "scale"},
+	{"transfer-leadership"}, {"leave"}, {"remove-node"}, {"chaos"}, {"chaos", "check"}, {"bench"}, {"bench", "series"}, {"bench", "scale"},
 	{"log", "show"}, {"log", "skip"}, {"auth", "principal", "create"}, {"auth", "principal", "list"},
 	{"auth", "principal", "delete"}, {"auth", "token", "create"}, {"auth", "token", "revoke"}, {"auth", "whoami"},
 	{"tls", "ca", "create"}, {"tls", "cert", "create"}, {"gossip", "keygen"}, {"gossip", "keys", "list"},

@@ -48,6 +48,7 @@ Usage:
   raftcat chaos [flags]                      a chaos drill on a local cluster, checked for lost commits
   raftcat chaos check HISTORY                re-check a recorded client history for violations
   raftcat bench [flags]                      measure commits/s and latency (optionally against etcd)
+  raftcat bench series [flags]               measure commits/s and p99 from 1 to 128 clients: table and plot
   raftcat bench scale [flags]                measure a million-table catalog: memory, snapshots, restarts
   raftcat log show|skip [flags]              inspect a stopped node's raft log; skip an entry it halted on
   raftcat auth principal|token|whoami ...    manage principals and API tokens ('raftcat auth --help')
