@@ -521,8 +521,8 @@ func (cfg *Config) checkAuth() error {
 		return errors.New("bench: the comparison with authentication off runs the Delta workload only")
 	case cfg.Secure && cfg.AgainstAuthOff:
 		return errors.New("bench: secure compares transport security on and off; run the comparison with authentication off apart")
-	case cfg.Secure && (cfg.Auth != AuthToken || len(cfg.URLs) > 0 || cfg.Protocol != "delta"):
-		return errors.New("bench: secure starts both clusters itself, with authentication on (auth token), and runs the Delta workload")
+	case cfg.Secure && (cfg.Auth != AuthToken || len(cfg.URLs) > 0 || (cfg.Protocol != "delta" && !cfg.icebergSQL())):
+		return errors.New("bench: secure starts the clusters itself, with authentication on (auth token), and runs the Delta workload or the Iceberg one against the SQL catalog")
 	}
 	return nil
 }
@@ -645,14 +645,21 @@ func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Resu
 	return res, nil
 }
 
+// icebergSQL says whether cfg compares raftcat's Iceberg REST catalog
+// with iceberg-go's SQL catalog.
+func (cfg Config) icebergSQL() bool { return cfg.Protocol == "iceberg" && cfg.AgainstPostgres }
+
 // runIcebergSQL runs the Iceberg workload through iceberg-go on raftcat's
 // REST catalog and on iceberg-go's SQL catalog on PostgreSQL, in
-// alternating rounds, both warehouses under cfg.Dir.
+// alternating rounds, both warehouses under cfg.Dir. With cfg.Secure
+// raftcat's cluster runs with transport security, and no cluster without
+// it runs beside: the comparison is with the SQL catalog.
 func runIcebergSQL(ctx context.Context, cfg Config, rep Report, log io.Writer) (Report, error) {
 	rc, err := openRaftcat(ctx, cfg, log)
 	if err != nil {
 		return rep, err
 	}
+	rep.Secure = cfg.Secure
 	runs := []*systemRun{{sys: &icebergRESTSystem{rc: rc}}}
 	defer func() {
 		for _, r := range runs {

@@ -123,9 +123,9 @@ func readRows(t *testing.T, s *icebergSQLSystem, table int) int64 {
 // Run with --protocol iceberg --against-postgres, end to end at a tiny
 // size: a started cluster with authentication on, driven through
 // iceberg-go's REST catalog client, and iceberg-go's SQL catalog on a
-// primary with two synchronous replicas, in alternating rounds. Both
-// sides commit and verify; nothing of PostgreSQL remains. No timing is
-// judged.
+// primary with two synchronous replicas, in alternating rounds, raftcat
+// with authentication and transport security on. Both sides commit and
+// verify; nothing of PostgreSQL remains. No timing is judged.
 func TestRunIcebergAgainstSQLCatalog(t *testing.T) {
 	dir := t.TempDir()
 	bin := lanceBinary(t, dir)
@@ -133,7 +133,7 @@ func TestRunIcebergAgainstSQLCatalog(t *testing.T) {
 	defer cancel()
 	log := &syncBuffer{}
 	cfg := Config{Bin: bin, Dir: filepath.Dir(postgresDir(t)), Tables: 2, Clients: 4, Duration: time.Second,
-		Warmup: 200 * time.Millisecond, Rounds: 2, Protocol: "iceberg", AgainstPostgres: true, PostgresReplicas: 2, Auth: AuthToken}
+		Warmup: 200 * time.Millisecond, Rounds: 2, Protocol: "iceberg", AgainstPostgres: true, PostgresReplicas: 2, Auth: AuthToken, Secure: true}
 	rep, err := Run(ctx, cfg, log)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, log.String())
@@ -146,7 +146,8 @@ func TestRunIcebergAgainstSQLCatalog(t *testing.T) {
 			t.Fatalf("implausible result %+v\n%s", r, log.String())
 		}
 	}
-	if rep.Raftcat != nil || rep.Postgres != nil || rep.Iceberg.System != "raftcat (iceberg-go REST)" || rep.Auth != AuthToken ||
+	if rep.Raftcat != nil || rep.Postgres != nil || rep.TLSOff != nil || rep.Iceberg.System != "raftcat (iceberg-go REST)" || rep.Auth != AuthToken ||
+		!rep.Secure || !strings.Contains(log.String(), "TLS, mutual TLS between nodes and encrypted gossip") ||
 		rep.PostgresVersion == "" || !strings.HasPrefix(rep.IcebergSQL.System, "sql-catalog (iceberg-go, postgres primary + 2") {
 		t.Fatalf("report %+v", rep)
 	}

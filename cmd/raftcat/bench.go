@@ -179,8 +179,8 @@ func benchAuthError(cfg bench.Config, urls bool) string {
 		return "--against-auth-off runs the Delta workload; it does not go with --protocol " + cfg.Protocol
 	case cfg.Secure && cfg.AgainstAuthOff:
 		return "--secure compares TLS on and off; run --against-auth-off apart"
-	case cfg.Secure && (cfg.Auth != bench.AuthToken || urls || cfg.Protocol != "delta"):
-		return "--secure starts both clusters itself, with --auth token, and runs the Delta workload: not with --auth none, --urls or --protocol " + cfg.Protocol
+	case cfg.Secure && (cfg.Auth != bench.AuthToken || urls || (cfg.Protocol != "delta" && !(cfg.Protocol == "iceberg" && cfg.AgainstPostgres))):
+		return "--secure starts the clusters itself, with --auth token, and runs the Delta workload or --protocol iceberg --against-postgres: not with --auth none, --urls or --protocol " + cfg.Protocol + " alone"
 	}
 	return ""
 }

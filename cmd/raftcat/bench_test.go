@@ -526,4 +526,9 @@ func TestBenchIcebergAgainstSQLCatalogFlags(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut.String(), "--protocol iceberg --against-postgres runs iceberg-go's SQL catalog; run --against-etcd apart") {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
+	errOut.Reset()
+	code = benchCmd([]string{"--protocol", "iceberg", "--secure", "--out", filepath.Join(t.TempDir(), "b.json")}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "--secure starts the clusters itself") {
+		t.Fatalf("--secure with the Iceberg workload alone: exit %d, stderr %q", code, errOut.String())
+	}
 }
