@@ -525,6 +525,9 @@ func parentPid(pid int) int {
 // synchronous candidates at the end, and that each replica, once it has
 // replayed the primary's WAL, holds the same versions.
 func (s *postgresSystem) verify(ctx context.Context, f inFlight) error {
+	if err := s.settled(ctx); err != nil {
+		return err
+	}
 	versions := map[int]int64{}
 	err := s.acked.check(func(t int) (int64, error) {
 		var v, n, lo, hi int64
@@ -553,6 +556,31 @@ func (s *postgresSystem) verify(ctx context.Context, f inFlight) error {
 	return s.eachReplayedReplica(ctx, func(conn *pgx.Conn, _ string) error {
 		return checkReplicaVersions(ctx, conn, versions)
 	})
+}
+
+// settled waits, up to a minute, until no writer's session on the primary
+// is busy. A writer whose window ended while its COMMIT was on the way
+// gave up on it, but the server may still carry it out: read before it
+// had, the primary's versions would trail the replicas' that had it.
+func (s *postgresSystem) settled(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var busy int
+		if err := s.admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'raftcat-bench' AND state <> 'idle'").Scan(&busy); err != nil {
+			return err
+		}
+		if busy == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d writer sessions on the primary still busy a minute after the run", busy)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // eachReplayedReplica runs check on a connection to each replica once it
