@@ -47,14 +47,15 @@ func TestBenchSeriesRefusesBadFlags(t *testing.T) {
 }
 
 // TestBenchSeriesSmoke runs `raftcat bench series` at 1 and 2 clients for
-// a second each on the clusters it starts: the JSON holds both points,
+// a second each on the clusters it starts, with authentication and
+// transport security on (--secure): the JSON holds both points,
 // each with verified commits, the table a row each, and the plot is
 // well-formed SVG with raftcat's line in both panels.
 func TestBenchSeriesSmoke(t *testing.T) {
 	dir := t.TempDir()
 	out, plot := filepath.Join(dir, "series.json"), filepath.Join(dir, "series.svg")
 	cmd := exec.Command(raftcatBinary(t), "bench", "series", "--series", "1,2", "--duration", "1s", "--warmup", "0s",
-		"--out", out, "--plot", plot)
+		"--secure", "--out", out, "--plot", plot)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -67,7 +68,7 @@ func TestBenchSeriesSmoke(t *testing.T) {
 	for i, want := range []int{1, 2} {
 		p := s.Points[i]
 		if p.Clients != want || p.Tables != 1 || p.Raftcat == nil || p.Raftcat.Commits == 0 || !p.Raftcat.Verified ||
-			p.Raftcat.Errors != 0 || p.Anchor != nil || p.Report.Clients != want {
+			p.Raftcat.Errors != 0 || p.Anchor != nil || p.Report.Clients != want || !p.Report.Secure || p.Report.Auth != "token" {
 			t.Errorf("point %d: %+v (raftcat %+v)", i, p, p.Raftcat)
 		}
 	}
@@ -83,7 +84,8 @@ func TestBenchSeriesSmoke(t *testing.T) {
 }
 
 // TestBenchSeriesAgainstPostgres runs the series at 1 and 2 clients for a
-// second each against PostgreSQL with two synchronous replicas (Debian's
+// second each, raftcat with authentication on, against PostgreSQL with
+// two synchronous replicas (Debian's
 // postgresql package, which CI installs): each point compares both
 // systems, by round too, and leaves no PostgreSQL behind; the plot draws
 // a line for each in each panel.
@@ -91,7 +93,7 @@ func TestBenchSeriesAgainstPostgres(t *testing.T) {
 	dir := t.TempDir()
 	out, plot := filepath.Join(dir, "series.json"), filepath.Join(dir, "series.svg")
 	output, err := exec.Command(raftcatBinary(t), "bench", "series", "--series", "1,2", "--duration", "1s", "--warmup", "0s",
-		"--rounds", "2", "--against-postgres", "--out", out, "--plot", plot).CombinedOutput()
+		"--rounds", "2", "--against-postgres", "--auth", "token", "--out", out, "--plot", plot).CombinedOutput()
 	if err != nil {
 		t.Fatalf("raftcat bench series --against-postgres: %v\n%s", err, output)
 	}
@@ -106,7 +108,7 @@ func TestBenchSeriesAgainstPostgres(t *testing.T) {
 	}
 	for _, p := range s.Points {
 		if p.Raftcat == nil || p.Anchor == nil || p.Raftcat.Commits == 0 || p.Anchor.Commits == 0 || !p.Anchor.Verified ||
-			p.ThroughputRatio <= 0 || p.ServerCPURatio <= 0 || len(p.RoundRatios) != 2 {
+			p.ThroughputRatio <= 0 || p.ServerCPURatio <= 0 || len(p.RoundRatios) != 2 || p.Report.Auth != "token" {
 			t.Fatalf("point %+v", p)
 		}
 	}
