@@ -2,7 +2,11 @@ package faultfs
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestCreateWithoutDirSyncVanishes(t *testing.T) {
@@ -122,5 +126,39 @@ func TestDirectoryChangesRevert(t *testing.T) {
 	}
 	if rep.EntriesReverted != 4 {
 		t.Errorf("report %+v, want 4 entries reverted (rmdir, mkdir, symlink, link; d/x goes with d)", rep)
+	}
+}
+
+// A file made with O_TMPFILE and linked into a directory by its
+// descriptor is a create there: it vanishes at a cut unless the directory
+// was synced after, and then keeps the data synced before the link.
+func TestLinkedUnnamedFileFollowsItsDirectory(t *testing.T) {
+	m := mountWith(t, Options{}, map[string]string{"d/keep": ""})
+	linkUnnamed(t, m.path("d"), "kept", []byte("named durably"))
+	syncDir(t, m.path("d"))
+	linkUnnamed(t, m.path("d"), "lost", []byte("never named durably"))
+	m.cut(t, true)
+	wantMissing(t, m.path("d/lost"))
+	wantContent(t, m.path("d/kept"), []byte("named durably"))
+}
+
+// linkUnnamed writes data to an unnamed file in dir, syncs it and links
+// it as dir/name through /proc, as a process without privileges does.
+func linkUnnamed(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(dir, unix.O_TMPFILE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	proc := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, filepath.Join(dir, name), unix.AT_SYMLINK_FOLLOW); err != nil {
+		t.Fatalf("link the unnamed file as %s: %v", name, err)
 	}
 }

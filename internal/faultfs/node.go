@@ -3,6 +3,8 @@ package faultfs
 import (
 	"context"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -15,6 +17,9 @@ import (
 type node struct {
 	*fs.LoopbackNode
 	fsys *FS
+	// unnamed is an O_TMPFILE file's open handle, by which it is linked
+	// (the loopback has no path to link it from).
+	unnamed atomic.Pointer[handle]
 }
 
 var (
@@ -114,7 +119,11 @@ func (n *node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	h, errno := ch.Operations().(*node).wrap(ctx, lf)
+	child := ch.Operations().(*node)
+	h, errno := child.wrap(ctx, lf)
+	if errno == 0 {
+		child.unnamed.Store(h.(*handle))
+	}
 	return ch, h, fuseFlags, errno
 }
 
@@ -212,7 +221,28 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if t, ok := target.(*node); ok {
+		if h := t.unnamed.Load(); h != nil {
+			return n.created(name, func() (*fs.Inode, syscall.Errno) { return n.linkUnnamed(t, h, name, out) })
+		}
+	}
 	return n.created(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Link(ctx, target, name, out) })
+}
+
+// linkUnnamed names t, an O_TMPFILE file open as h, n/name (linkat(2) of
+// its descriptor), as the file a process linked by its own descriptor.
+func (n *node) linkUnnamed(t *node, h *handle, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p := filepath.Join(n.backingPath(), name)
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(h.fd), unix.AT_FDCWD, p, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	out.Attr.FromStat(&st)
+	t.unnamed.Store(nil)
+	return t.EmbeddedInode(), 0
 }
 
 // created runs do, which makes n/name, and records the new name.
