@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+
 	"github.com/raftcat/raftcat/internal/faultfs"
 )
 
@@ -144,4 +146,37 @@ func checkDir(t *testing.T, dir string, names []string) {
 			t.Fatalf("%s: %d bytes, %v; want its %d bytes", name, len(b), err, len(content(i)))
 		}
 	}
+}
+
+// Where a filesystem makes unnamed files but cannot link them (go-fuse's
+// plain loopback answers EXDEV), the write goes by a temporary name and
+// succeeds, create-only as ever.
+func TestLocalWriteWhereUnnamedFilesCannotBeLinked(t *testing.T) {
+	dir := t.TempDir()
+	backing, mnt := filepath.Join(dir, "backing"), filepath.Join(dir, "mnt")
+	for _, d := range []string{backing, mnt} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := fusefs.NewLoopbackRoot(backing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := fusefs.Mount(mnt, root, &fusefs.Options{})
+	if err != nil {
+		t.Fatalf("mount a FUSE loopback (needs /dev/fuse and fusermount3, as root): %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Unmount() })
+	if ok, err := writeUnnamed(mnt, filepath.Join(mnt, "probe"), []byte("x")); ok || err != nil {
+		t.Fatalf("unnamed write where unnamed files cannot be linked: %v, %v; want false and no error, for the temporary name to take over", ok, err)
+	}
+	path := filepath.Join(mnt, "t", "00000.metadata.json")
+	if err := writeLocalExclusive(path, content(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeLocalExclusive(path, content(1)); !errors.Is(err, ErrExists) {
+		t.Fatalf("second write of one name: %v, want ErrExists", err)
+	}
+	checkDir(t, filepath.Dir(path), []string{"00000.metadata.json"})
 }
