@@ -351,7 +351,7 @@ func noteDisks(cfg *Config, lab *netLab, log io.Writer) string {
 	disks, whyNot := diskFaults(*cfg, lab)
 	cfg.DiskFaults = disks
 	if disks {
-		fmt.Fprintln(log, "chaos: disk faults on: every node's data directory is a fault filesystem (power cuts, failing syncs and reads, a full, slow or rotting disk)")
+		fmt.Fprintln(log, "chaos: disk faults on: every node's data directory and the shared warehouse are fault filesystems (power cuts, failing syncs and reads, a full, slow or rotting disk)")
 		return ""
 	}
 	fmt.Fprintf(log, "chaos: disk faults off: %s\n", whyNot)

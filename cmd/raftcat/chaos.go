@@ -151,7 +151,7 @@ func printSummary(w io.Writer, s chaos.Summary, out string) {
 		}
 	}
 	if s.DiskFaults {
-		fmt.Fprintln(w, "disk faults           every data directory on a fault filesystem")
+		fmt.Fprintln(w, "disk faults           every data directory and the warehouse on a fault filesystem")
 	}
 	if s.FaultKindsNotAvailable != "" {
 		fmt.Fprintf(w, "not injected          %s\n", s.FaultKindsNotAvailable)

@@ -39,14 +39,41 @@ func (c *Cluster) mountDisk(nd *node) error {
 	return nil
 }
 
+// mountWarehouse mounts a fault filesystem over the nodes' shared
+// file:// warehouse (Dir/warehouse, backed by Dir/disks/warehouse): the
+// metadata files and manifests the nodes write there keep, after a power
+// cut of every node, only what was synced.
+func (c *Cluster) mountWarehouse() error {
+	if !c.opts.FaultFS {
+		return nil
+	}
+	backing, dir := filepath.Join(c.opts.Dir, "disks", "warehouse"), filepath.Join(c.opts.Dir, "warehouse")
+	for _, d := range []string{backing, dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	fs, err := faultfs.Mount(dir, backing, faultfs.Options{Seed: c.opts.FaultSeed * 1000})
+	if err != nil {
+		return fmt.Errorf("mount a fault filesystem over %s: %w", dir, err)
+	}
+	c.warehouse = fs
+	return nil
+}
+
+// Warehouse is the warehouse's fault filesystem (nil without
+// Options.FaultFS).
+func (c *Cluster) Warehouse() *faultfs.FS { return c.warehouse }
+
 // Disk is node i's fault filesystem (nil without Options.FaultFS).
 func (c *Cluster) Disk(i int) *faultfs.FS { return c.nodes[i].disk }
 
 // PowerCut cuts the power of the nodes given, at once: every one is
 // killed (SIGKILL), then every write its disk had not synced is dropped
 // (torn: a random part of it kept, page by page), and directory entries
-// made since their directory's last sync are undone. The nodes stay down
-// until Restart. It needs Options.FaultFS.
+// made since their directory's last sync are undone. Once no node runs,
+// the warehouse's power is cut too, and its report follows the nodes'.
+// The nodes stay down until Restart. It needs Options.FaultFS.
 func (c *Cluster) PowerCut(torn bool, nodes ...int) ([]faultfs.CutReport, error) {
 	if !c.opts.FaultFS {
 		return nil, errors.New("localcluster: PowerCut needs Options.FaultFS")
@@ -63,7 +90,24 @@ func (c *Cluster) PowerCut(torn bool, nodes ...int) ([]faultfs.CutReport, error)
 		}
 		reports[k] = r
 	}
-	return reports, nil
+	if c.warehouse == nil || c.anyRunning() {
+		return reports, nil
+	}
+	r, err := c.warehouse.PowerCut(torn)
+	if err != nil {
+		return reports, fmt.Errorf("power cut of the warehouse: %w", err)
+	}
+	return append(reports, r), nil
+}
+
+// anyRunning reports whether any node's process runs.
+func (c *Cluster) anyRunning() bool {
+	for i := range c.nodes {
+		if c.Running(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // signal sends sig to node i's process, if it runs.
@@ -111,8 +155,11 @@ func (c *Cluster) Running(i int) bool {
 	}
 }
 
-// unmountDisks unmounts the nodes' fault filesystems.
+// unmountDisks unmounts the nodes' fault filesystems and the warehouse's.
 func (c *Cluster) unmountDisks() {
+	if c.warehouse != nil {
+		defer c.warehouse.Unmount()
+	}
 	for _, nd := range c.nodes {
 		if nd.disk != nil {
 			_ = nd.disk.Unmount()

@@ -72,6 +72,9 @@ type Cluster struct {
 	gossip []string  // gossip addresses of the nodes Start started
 	auth   []string  // the authentication flags of every node
 	sec    *security // transport security (nil: off)
+	// warehouse is the shared warehouse's fault filesystem (nil without
+	// Options.FaultFS).
+	warehouse *faultfs.FS
 }
 
 type node struct {
@@ -101,6 +104,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	c := &Cluster{opts: o, gossip: gossipA}
 	if c.auth, err = authFlags(o); err != nil {
+		return nil, err
+	}
+	if err := c.mountWarehouse(); err != nil {
 		return nil, err
 	}
 	if o.Secure {
