@@ -54,52 +54,54 @@ func withWay(t *testing.T, unnamed bool) {
 // loses all that was not synced (torn pages included), and nothing else
 // is: no temporary name, no directory entry of a file never linked.
 func TestLocalWriteSurvivesPowerCut(t *testing.T) {
-	for _, way := range localWriteWays {
-		t.Run(way.name, func(t *testing.T) {
-			withWay(t, way.unnamed)
-			f := mountFaulty(t)
-			dir := filepath.Join(f.Mountpoint(), "wh", "t", "metadata")
-			if way.unnamed {
-				requireUnnamed(t, f.Mountpoint())
-			}
-			var names []string
-			for i := range 5 {
-				name := fmt.Sprintf("%05d.metadata.json", i)
-				if err := writeLocalExclusive(filepath.Join(dir, name), content(i)); err != nil {
-					t.Fatal(err)
-				}
-				names = append(names, name)
-			}
-			if _, err := f.PowerCut(true); err != nil {
+	eachWay(t, func(t *testing.T, f *faultfs.FS, dir string) {
+		var names []string
+		for i := range 5 {
+			name := fmt.Sprintf("%05d.metadata.json", i)
+			if err := writeLocalExclusive(filepath.Join(dir, name), content(i)); err != nil {
 				t.Fatal(err)
 			}
-			checkDir(t, dir, names)
-		})
-	}
+			names = append(names, name)
+		}
+		if _, err := f.PowerCut(true); err != nil {
+			t.Fatal(err)
+		}
+		checkDir(t, dir, names)
+	})
 }
 
 // A write whose sync fails is refused, and leaves no name behind, before
 // or after a power cut: the name appears only for a synced file.
 func TestLocalWriteFailingSyncLeavesNoFile(t *testing.T) {
+	eachWay(t, func(t *testing.T, f *faultfs.FS, dir string) {
+		if err := writeLocalExclusive(filepath.Join(dir, "00000.metadata.json"), content(0)); err != nil {
+			t.Fatal(err)
+		}
+		f.Inject(faultfs.Fault{Kind: faultfs.FsyncEIO})
+		err := writeLocalExclusive(filepath.Join(dir, "00001.metadata.json"), content(1))
+		if err == nil || errors.Is(err, ErrExists) {
+			t.Fatalf("write with failing syncs: %v, want an I/O error", err)
+		}
+		checkDir(t, dir, []string{"00000.metadata.json"})
+		f.Clear()
+		if _, err := f.PowerCut(true); err != nil {
+			t.Fatal(err)
+		}
+		checkDir(t, dir, []string{"00000.metadata.json"})
+	})
+}
+
+// eachWay runs test once per way of writing, each on a fault filesystem
+// of its own, with the directory the test writes in.
+func eachWay(t *testing.T, test func(t *testing.T, f *faultfs.FS, dir string)) {
 	for _, way := range localWriteWays {
 		t.Run(way.name, func(t *testing.T) {
 			withWay(t, way.unnamed)
 			f := mountFaulty(t)
-			dir := filepath.Join(f.Mountpoint(), "wh", "t", "metadata")
-			if err := writeLocalExclusive(filepath.Join(dir, "00000.metadata.json"), content(0)); err != nil {
-				t.Fatal(err)
+			if way.unnamed {
+				requireUnnamed(t, f.Mountpoint())
 			}
-			f.Inject(faultfs.Fault{Kind: faultfs.FsyncEIO})
-			err := writeLocalExclusive(filepath.Join(dir, "00001.metadata.json"), content(1))
-			if err == nil || errors.Is(err, ErrExists) {
-				t.Fatalf("write with failing syncs: %v, want an I/O error", err)
-			}
-			checkDir(t, dir, []string{"00000.metadata.json"})
-			f.Clear()
-			if _, err := f.PowerCut(true); err != nil {
-				t.Fatal(err)
-			}
-			checkDir(t, dir, []string{"00000.metadata.json"})
+			test(t, f, filepath.Join(f.Mountpoint(), "wh", "t", "metadata"))
 		})
 	}
 }
