@@ -27,14 +27,25 @@ func writeLocalExclusive(path string, data []byte) error {
 	if err := dirsync.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	named, err := false, error(nil)
 	if unnamedFiles {
-		if ok, err := writeUnnamed(dir, path, data); ok {
-			if err != nil {
-				return err
-			}
-			return syncDir(dir)
-		}
+		named, err = writeUnnamed(dir, path, data)
 	}
+	if !named {
+		err = writeByTempName(dir, path, data)
+	}
+	if err != nil {
+		return err
+	}
+	return dirsync.Sync(dir)
+}
+
+// unnamedFiles turns off the unnamed way (tests drive both ways).
+var unnamedFiles = true
+
+// writeByTempName writes data to a synced temporary file in dir and
+// links it at path, leaving dir unsynced.
+func writeByTempName(dir, path string, data []byte) error {
 	tmp, err := os.CreateTemp(dir, ".raftcat-tmp-*")
 	if err != nil {
 		return err
@@ -53,11 +64,8 @@ func writeLocalExclusive(path string, data []byte) error {
 	case err != nil:
 		return createExclusive(path, data)
 	}
-	return syncDir(dir)
+	return nil
 }
-
-// unnamedFiles turns off the unnamed way (tests drive both ways).
-var unnamedFiles = true
 
 func writeSynced(f *os.File, data []byte) error {
 	_, err := f.Write(data)
@@ -67,7 +75,8 @@ func writeSynced(f *os.File, data []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// createExclusive is the fallback where hard links are not available.
+// createExclusive is the fallback where hard links are not available;
+// it leaves the directory unsynced.
 func createExclusive(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
@@ -76,16 +85,5 @@ func createExclusive(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSynced(f, data); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return writeSynced(f, data)
 }

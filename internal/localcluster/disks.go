@@ -158,7 +158,7 @@ func (c *Cluster) Running(i int) bool {
 // unmountDisks unmounts the nodes' fault filesystems and the warehouse's.
 func (c *Cluster) unmountDisks() {
 	if c.warehouse != nil {
-		defer c.warehouse.Unmount()
+		_ = c.warehouse.Unmount()
 	}
 	for _, nd := range c.nodes {
 		if nd.disk != nil {
