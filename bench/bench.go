@@ -547,7 +547,8 @@ type systemRun struct {
 	clients         []committer
 	per             [][]sample
 	loads, attempts []time.Duration
-	server, client  float64 // CPU seconds
+	server, client  float64   // CPU seconds
+	sched           schedHist // the bench's goroutines' waits to run
 	measured        time.Duration
 	// relayed are the requests followers relayed to the leader in the
 	// relayWindows measured windows whose relays were counted.
@@ -621,6 +622,7 @@ func (r *systemRun) window(ctx context.Context, cfg Config, log io.Writer) (floa
 	}
 	server, client := cpu.result()
 	r.server, r.client = r.server+server, r.client+client
+	r.sched = r.sched.add(cpu.waits())
 	if relayed, ok := cpu.counted(); ok {
 		r.relayed, r.relayWindows = r.relayed+relayed, r.relayWindows+1
 	}
@@ -637,6 +639,7 @@ func (r *systemRun) result(ctx context.Context, cfg Config, log io.Writer) (Resu
 	}
 	res.Verified = true
 	res.addCPU(r.server, r.client)
+	res.addSchedWaits(r.sched)
 	res.addRequests(len(r.loads) + len(r.attempts))
 	if r.relayWindows == cfg.Rounds {
 		res.addRelays(r.relayed)

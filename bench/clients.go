@@ -297,7 +297,11 @@ func (r Result) ClientLine() string {
 	if r.RelaysCounted {
 		s += fmt.Sprintf(", relayed %.2f/commit", r.RelayedPerCommit)
 	}
-	return s + fmt.Sprintf(", retries %.2f", r.RetriesPerCommit)
+	s += fmt.Sprintf(", retries %.2f", r.RetriesPerCommit)
+	if r.ClientRunWaitMsPerCommit > 0 {
+		s += fmt.Sprintf("; client goroutines waited to run %.2f ms/commit (one wait p99 %.2f ms)", r.ClientRunWaitMsPerCommit, r.ClientRunWaitP99Ms)
+	}
+	return s
 }
 
 // balanceOver makes the writers' requests go round robin over the

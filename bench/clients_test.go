@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -159,6 +160,13 @@ func TestClientCostPerCommit(t *testing.T) {
 			r.ClientCPUMsPerCommit, r.RelayedPerCommit, r.RequestsPerCommit, r.RetriesPerCommit)
 	}
 	if !strings.Contains(r.ClientLine(), "client CPU 1.50 ms/commit") || !strings.Contains(r.ClientLine(), "relayed 1.50/commit") {
+		t.Fatalf("client line: %s", r.ClientLine())
+	}
+	r.addSchedWaits(schedHist{counts: []uint64{0, 100, 100}, buckets: []float64{math.Inf(-1), 0, 0.002, 0.004}})
+	if r.ClientRunWaitMsPerCommit != 2 || r.ClientRunWaitP99Ms != 4 {
+		t.Fatalf("run waits: %v ms/commit, p99 %v ms; want 2 (0.4 s over 200 commits) and 4", r.ClientRunWaitMsPerCommit, r.ClientRunWaitP99Ms)
+	}
+	if !strings.Contains(r.ClientLine(), "waited to run 2.00 ms/commit (one wait p99 4.00 ms)") {
 		t.Fatalf("client line: %s", r.ClientLine())
 	}
 	var none Result

@@ -14,6 +14,7 @@ type cpuWindow struct {
 	server, client float64
 	count          float64
 	countOK        bool
+	sched          schedHist // this process's goroutines' waits to run
 }
 
 func startCPU(pids []int, from, until time.Time) *cpuWindow {
@@ -31,9 +32,10 @@ func startCPUCounting(pids []int, from, until time.Time, count func() (float64, 
 		defer close(w.done)
 		time.Sleep(time.Until(from))
 		n0, ok0 := readCount(count)
-		s0, c0 := cpuSeconds(pids), cpuSeconds([]int{self})
+		s0, c0, h0 := cpuSeconds(pids), cpuSeconds([]int{self}), readSchedHist()
 		time.Sleep(time.Until(until))
 		w.server, w.client = cpuSeconds(pids)-s0, cpuSeconds([]int{self})-c0
+		w.sched = readSchedHist().since(h0)
 		n1, ok1 := readCount(count)
 		w.count, w.countOK = n1-n0, ok0 && ok1
 	}()
@@ -52,6 +54,13 @@ func readCount(count func() (float64, bool)) (float64, bool) {
 func (w *cpuWindow) counted() (float64, bool) {
 	<-w.done
 	return w.count, w.countOK
+}
+
+// waits waits for the window's end and returns how long this process's
+// goroutines waited to run in it.
+func (w *cpuWindow) waits() schedHist {
+	<-w.done
+	return w.sched
 }
 
 // result waits for the window's end and returns server and client CPU

@@ -39,6 +39,14 @@ type Result struct {
 	// on a machine the clients share with the servers, what the client
 	// takes the servers cannot have.
 	ClientCPUMsPerCommit float64 `json:"client_cpu_ms_per_commit"`
+	// ClientRunWaitMsPerCommit is how long the bench's goroutines waited
+	// to run, once ready, per acknowledged commit, and ClientRunWaitP99Ms
+	// the 99th percentile of one such wait (Go's /sched/latencies, in the
+	// measured windows): a busy writer process delays its own requests,
+	// more so with clients that hand each exchange to goroutines of their
+	// own.
+	ClientRunWaitMsPerCommit float64 `json:"client_run_wait_ms_per_commit,omitempty"`
+	ClientRunWaitP99Ms       float64 `json:"client_run_wait_p99_ms,omitempty"`
 	// RequestsPerCommit are the loads and commit attempts each commit
 	// took, RetriesPerCommit the conflicts it went through (attempts
 	// repeated); both per acknowledged commit.
@@ -110,6 +118,13 @@ func (r *Result) addCPU(server, client float64) {
 	if r.Commits > 0 {
 		r.ServerCPUMsPerCommit = server * 1000 / float64(r.Commits)
 		r.ClientCPUMsPerCommit = client * 1000 / float64(r.Commits)
+	}
+}
+
+func (r *Result) addSchedWaits(h schedHist) {
+	if r.Commits > 0 && h.waits() > 0 {
+		r.ClientRunWaitMsPerCommit = h.total() * 1000 / float64(r.Commits)
+		r.ClientRunWaitP99Ms = h.quantile(0.99) * 1000
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/raftcat/raftcat/bench"
@@ -43,6 +44,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&ln.Batch, "lance-batch", 10, "with --protocol lance: tables in each batch-commit (one create_table_version each)")
 	fs.IntVar(&sh.Iterations, "iterations", 0, "with --protocol sharing: measure this many queries of each cached kind instead of --duration")
 	out := fs.String("out", "bench.json", "where to write the machine-readable result")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the bench process itself (its writers, not the nodes; see --serve-flags=--pprof for those) to this file, for go tool pprof")
 	help := usageText("Usage: raftcat bench [flags]\n       raftcat bench series [flags]\n       raftcat bench scale [flags]\n\n" +
 		"Drives the Delta API commit workload: each client loads its table, then commits the next\n" +
 		"version with add-commit asserting the table uuid (reporting the previous version as\n" +
@@ -129,6 +131,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	// it started and removes what it would have removed at its end.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *cpuProfile != "" {
+		done, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "raftcat bench:", err)
+			return 1
+		}
+		defer done()
+	}
 	if cfg.Protocol == "sharing" {
 		sh.URLs, sh.Bin, sh.Dir, sh.ServeFlags, sh.Leader = cfg.URLs, cfg.Bin, cfg.Dir, cfg.ServeFlags, cfg.Leader
 		sh.Auth, sh.Token = cfg.Auth, cfg.Token
@@ -163,6 +173,22 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return writeBenchResult(rep, rep.Text(), *out, stdout, stderr)
+}
+
+// startCPUProfile profiles this process into path until done is called.
+func startCPUProfile(path string) (done func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // benchAuthError says what is wrong with the authentication flags, if

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -193,8 +195,10 @@ func TestBenchIcebergSmoke(t *testing.T) {
 func TestBenchNetHTTPRequestBalancedSmoke(t *testing.T) {
 	bin := raftcatBinary(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
+	profilePath := filepath.Join(t.TempDir(), "writers.pprof")
 	output, err := exec.Command(bin, "bench", "--protocol", "iceberg", "--client", "nethttp", "--balance", "request",
-		"--duration", "2s", "--warmup", "1s", "--rounds", "2", "--clients", "4", "--tables", "2", "--out", out).CombinedOutput()
+		"--duration", "2s", "--warmup", "1s", "--rounds", "2", "--clients", "4", "--tables", "2", "--out", out,
+		"--cpu-profile", profilePath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("raftcat bench --client nethttp --balance request: %v\n%s", err, output)
 	}
@@ -204,9 +208,13 @@ func TestBenchNetHTTPRequestBalancedSmoke(t *testing.T) {
 	}
 	for _, r := range []*bench.Result{rep.Raftcat, rep.Iceberg} {
 		if r == nil || r.Commits == 0 || r.Errors != 0 || !r.Verified || r.ClientCPUMsPerCommit <= 0 || !r.RelaysCounted ||
-			r.RequestsPerCommit < 2 || r.RelayedPerCommit < 0.4 || r.RelayedPerCommit > r.RequestsPerCommit {
+			r.RequestsPerCommit < 2 || r.RelayedPerCommit < 0.4 || r.RelayedPerCommit > r.RequestsPerCommit ||
+			r.ClientRunWaitMsPerCommit <= 0 || r.ClientRunWaitP99Ms <= 0 {
 			t.Fatalf("implausible result %+v\n%s", r, output)
 		}
+	}
+	if n, err := gunzippedSize(profilePath); err != nil || n == 0 {
+		t.Errorf("--cpu-profile wrote no profile of the writers (a gzipped protocol buffer): %d bytes, %v", n, err)
 	}
 	if !strings.Contains(string(output), "per commit: client CPU") || !strings.Contains(string(output), "nethttp client, balanced by request") {
 		t.Errorf("no client costs printed:\n%s", output)
@@ -215,6 +223,20 @@ func TestBenchNetHTTPRequestBalancedSmoke(t *testing.T) {
 	if err == nil || !strings.Contains(string(refused), "--balance request") {
 		t.Errorf("--balance request with --target leader: %v\n%s", err, refused)
 	}
+}
+
+// gunzippedSize is the size of the gzipped file at path, uncompressed.
+func gunzippedSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return 0, err
+	}
+	return io.Copy(io.Discard, z)
 }
 
 // TestBenchLanceSmoke runs `raftcat bench --protocol lance` for a few
