@@ -73,18 +73,30 @@ func (s *Server) groupToLeader(next echo.HandlerFunc) echo.HandlerFunc {
 // groupOf returns the group that owns a path; ok is false when none does.
 func (s *Server) groupOf(path string) (g Group, ok bool) {
 	for _, g := range s.groups {
-		if g.Prefix == "" || path == g.Prefix || strings.HasPrefix(path, g.Prefix+"/") {
+		if under(path, g.Prefix) {
 			return g, true
 		}
 	}
 	return Group{}, false
 }
 
+// under reports whether path is prefix or below it (every path is below
+// the empty prefix). It runs several times per request, so it builds no
+// string.
+func under(path, prefix string) bool {
+	rest, ok := strings.CutPrefix(path, prefix)
+	return ok && (prefix == "" || rest == "" || rest[0] == '/')
+}
+
 // streams reports whether the request's body is streamed (no size limit).
 func (s *Server) streams(c echo.Context) bool {
 	path := c.Request().URL.Path
 	g, ok := s.groupOf(path)
-	return ok && slices.ContainsFunc(g.Streaming, func(p string) bool { return g.Prefix+p == path })
+	if !ok {
+		return false
+	}
+	rest, _ := strings.CutPrefix(path, g.Prefix)
+	return slices.Contains(g.Streaming, rest)
 }
 
 // relays reports whether a follower may forward the request over the
